@@ -1,0 +1,68 @@
+"""Shared pytest configuration for tilec.
+
+Without a CUDA device, kernels run through Triton's interpreter. The variable must be set before
+triton is first imported, so it is set here, at the top of the first module pytest loads.
+"""
+
+import difflib
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+import pytest  # noqa: E402
+
+GOLDEN_DIR = Path(__file__).parent / "golden"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        default=False,
+        help="(re)write tests/golden/<name> files from the current output instead of comparing",
+    )
+
+
+@pytest.fixture
+def golden(request: pytest.FixtureRequest) -> Callable[[str, str], None]:
+    """Return ``check(name, text)``: compare ``text`` verbatim with ``tests/golden/<name>``.
+
+    With ``--update-golden`` the file is (re)written and the check passes.
+    """
+    update = request.config.getoption("--update-golden")
+
+    def check(name: str, text: str) -> None:
+        path = GOLDEN_DIR / name
+        if update:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8", newline="")
+            return
+        if not path.exists():
+            pytest.fail(
+                f"golden file {path.relative_to(GOLDEN_DIR.parent.parent)} is missing; "
+                "run `pytest --update-golden` to create it, then review and commit it",
+                pytrace=False,
+            )
+        with path.open(encoding="utf-8", newline="") as f:  # verbatim: no newline translation
+            expected = f.read()
+        if text != expected:
+            diff = "".join(
+                line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
+                for line in difflib.unified_diff(
+                    expected.splitlines(keepends=True),
+                    text.splitlines(keepends=True),
+                    fromfile=f"golden/{name}",
+                    tofile="actual",
+                )
+            )
+            raise AssertionError(
+                f"output differs from golden/{name} "
+                f"(run `pytest --update-golden` if the change is intended):\n{diff}"
+            )
+
+    return check

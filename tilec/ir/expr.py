@@ -1,0 +1,392 @@
+"""Expression nodes of the compute language: constants, axes, sizes, loads, arithmetic, calls, casts,
+reductions. Python operators build them (`A[i, k] * W[k, j] + 1.0`).
+
+Every node has a nominal `dtype` that follows torch's promotion (a Python scalar is "weak" and does
+not widen a tensor's type, as in torch). Nodes are immutable and compared by identity.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable, Sequence
+
+from tilec.errors import ArgumentError
+from tilec.ir.dtypes import check_dtype, is_float, promote
+from tilec.ir.names import check_name
+
+
+class Expr:
+    """Base class of expression nodes. Arithmetic and comparisons build new nodes."""
+
+    dtype: str = "float32"
+    weak: bool = False  # a Python scalar: takes the other operand's type
+
+    # arithmetic
+    def __add__(self, o): return Binary("+", self, o)
+    def __radd__(self, o): return Binary("+", o, self)
+    def __sub__(self, o): return Binary("-", self, o)
+    def __rsub__(self, o): return Binary("-", o, self)
+    def __mul__(self, o): return Binary("*", self, o)
+    def __rmul__(self, o): return Binary("*", o, self)
+    def __truediv__(self, o): return Binary("/", self, o)
+    def __rtruediv__(self, o): return Binary("/", o, self)
+    def __floordiv__(self, o): return Binary("//", self, o)
+    def __rfloordiv__(self, o): return Binary("//", o, self)
+    def __mod__(self, o): return Binary("%", self, o)
+    def __rmod__(self, o): return Binary("%", o, self)
+    def __neg__(self): return Unary("-", self)
+    def __abs__(self): return Call("abs", (self,))
+    # comparisons (== and != are methods, so expressions stay hashable)
+    def __lt__(self, o): return Binary("<", self, o)
+    def __le__(self, o): return Binary("<=", self, o)
+    def __gt__(self, o): return Binary(">", self, o)
+    def __ge__(self, o): return Binary(">=", self, o)
+    def __and__(self, o): return Binary("&", self, o)
+    def __or__(self, o): return Binary("|", self, o)
+    def __invert__(self): return Unary("~", self)
+    def eq(self, o): return Binary("==", self, o)
+    def ne(self, o): return Binary("!=", self, o)
+
+    def __bool__(self):
+        raise ArgumentError("a tilec expression has no truth value at definition time; "
+                            "use tc.where(cond, a, b) instead of `if`/`and`/`or`")
+
+    def astype(self, dtype) -> Expr:
+        """Round this value to `dtype` here (a rounding point inside an expression)."""
+        return Cast(self, check_dtype(dtype, "astype"))
+
+    def children(self) -> tuple[Expr, ...]:
+        return ()
+
+
+def as_expr(value: object) -> Expr:
+    """Wrap a Python number as a weak constant; pass expressions through."""
+    if isinstance(value, Expr):
+        return value
+    if isinstance(value, bool):
+        return Const(value, "bool")
+    if isinstance(value, int):
+        return Const(value, "int32")
+    if isinstance(value, float):
+        return Const(value, "float32")
+    raise ArgumentError(f"expected a tilec expression or a number, got {type(value).__name__} {value!r}")
+
+
+def _promote(a: Expr, b: Expr) -> str:
+    if a.weak and not b.weak:
+        return b.dtype if (is_float(b.dtype) or not is_float(a.dtype)) else "float32"
+    if b.weak and not a.weak:
+        return a.dtype if (is_float(a.dtype) or not is_float(b.dtype)) else "float32"
+    return promote(a.dtype, b.dtype)
+
+
+class Const(Expr):
+    def __init__(self, value, dtype: str):
+        self.value, self.dtype, self.weak = value, dtype, True
+
+    def __repr__(self):
+        return repr(self.value)
+
+
+class SizeVar(Expr):
+    """A symbolic size (`M, N, K = tc.size_vars("M N K")`): one kernel serves many shapes."""
+
+    dtype = "int32"
+
+    def __init__(self, name: str):
+        self.name = check_name(name, "size_vars")
+
+    def __repr__(self):
+        return self.name
+
+
+class IterVar(Expr):
+    """An axis: a spatial axis of a compute, a reduce axis, or one made by split/fuse.
+
+    `extent` is an expression of sizes and knobs; `kind` is "spatial" or "reduce".
+    """
+
+    dtype = "int32"
+
+    def __init__(self, name: str, extent, kind: str):
+        self.name = check_name(name, "axis name")
+        self.extent = extent
+        self.kind = kind
+
+    def __repr__(self):
+        return self.name
+
+
+class Load(Expr):
+    """`T[i, j]`: read tensor T at index expressions."""
+
+    def __init__(self, tensor, indices: Sequence[Expr]):
+        self.tensor, self.indices = tensor, tuple(indices)
+        self.dtype = tensor.dtype
+
+    def children(self):
+        return self.indices
+
+    def __repr__(self):
+        return f"{self.tensor.name}[{', '.join(map(repr, self.indices))}]"
+
+
+_CMP = ("<", "<=", ">", ">=", "==", "!=")
+
+
+class Binary(Expr):
+    def __init__(self, op: str, a, b):
+        self.op, self.a, self.b = op, as_expr(a), as_expr(b)
+        self.weak = self.a.weak and self.b.weak
+        if op in _CMP:
+            self.dtype = "bool"
+        elif op == "/":
+            d = _promote(self.a, self.b)
+            self.dtype = d if is_float(d) else "float32"
+        elif op in ("&", "|"):
+            self.dtype = "bool" if self.a.dtype == self.b.dtype == "bool" else _promote(self.a, self.b)
+        else:
+            self.dtype = _promote(self.a, self.b)
+
+    def children(self):
+        return (self.a, self.b)
+
+    def __repr__(self):
+        if self.op in ("max", "min"):
+            return f"{self.op}imum({self.a!r}, {self.b!r})"
+        return f"({self.a!r} {self.op} {self.b!r})"
+
+
+class Unary(Expr):
+    def __init__(self, op: str, a):
+        self.op, self.a = op, as_expr(a)
+        self.dtype, self.weak = self.a.dtype, self.a.weak
+
+    def children(self):
+        return (self.a,)
+
+    def __repr__(self):
+        return f"{self.op}{self.a!r}"
+
+
+MATH = ("exp", "log", "sqrt", "rsqrt", "sigmoid", "silu", "tanh", "abs")
+
+
+class Call(Expr):
+    """A math function of one value: exp, log, sqrt, rsqrt, sigmoid, silu, tanh, abs."""
+
+    def __init__(self, fn: str, args: Sequence):
+        self.fn, self.args = fn, tuple(as_expr(a) for a in args)
+        d = self.args[0].dtype
+        self.dtype = d if (is_float(d) or fn == "abs") else "float32"
+
+    def children(self):
+        return self.args
+
+    def __repr__(self):
+        return f"{self.fn}({', '.join(map(repr, self.args))})"
+
+
+class Where(Expr):
+    def __init__(self, cond, a, b):
+        self.cond, self.a, self.b = as_expr(cond), as_expr(a), as_expr(b)
+        self.dtype = _promote(self.a, self.b)
+        self.weak = self.a.weak and self.b.weak
+
+    def children(self):
+        return (self.cond, self.a, self.b)
+
+    def __repr__(self):
+        return f"where({self.cond!r}, {self.a!r}, {self.b!r})"
+
+
+class Cast(Expr):
+    def __init__(self, a, dtype: str):
+        self.a, self.dtype = as_expr(a), dtype
+
+    def children(self):
+        return (self.a,)
+
+    def __repr__(self):
+        return f"{self.a!r}.astype({self.dtype!r})"
+
+
+class Reduce(Expr):
+    """`tc.sum/max/min(body, axis=...)`: combine `body` over reduce axes, accumulating in `acc_dtype`."""
+
+    def __init__(self, op: str, body, axes: tuple[IterVar, ...], acc_dtype: str):
+        self.op, self.body, self.axes, self.dtype = op, as_expr(body), axes, acc_dtype
+
+    @property
+    def acc_dtype(self) -> str:
+        return self.dtype
+
+    def children(self):
+        return (self.body,)
+
+    def __repr__(self):
+        return f"{self.op}({self.body!r}, axis=[{', '.join(a.name for a in self.axes)}])"
+
+
+# ---------------------------------------------------------------------------------------------
+# user-facing constructors
+
+
+def size_vars(names: str | Iterable[str]) -> tuple[SizeVar, ...]:
+    """`M, N, K = tc.size_vars("M N K")`: symbolic sizes, bound from tensor shapes at call time."""
+    if isinstance(names, str):
+        names = names.replace(",", " ").split()
+    out = tuple(SizeVar(n) for n in names)
+    if not out:
+        raise ArgumentError("size_vars: expected at least one name, e.g. tc.size_vars('M N K')")
+    return out
+
+
+def reduce_axis(extent, name: str) -> IterVar:
+    """A reduction axis over `range(extent)`: `k = tc.reduce_axis(K, name="k")`."""
+    return IterVar(name, check_extent(extent, f"reduce_axis {name!r}"), "reduce")
+
+
+def check_extent(extent, what: str) -> Expr:
+    """An extent is a positive int or an expression of size variables."""
+    if isinstance(extent, bool) or not isinstance(extent, (int, Expr)):
+        raise ArgumentError(f"{what}: expected a positive int or a size variable, got {extent!r}")
+    if isinstance(extent, int):
+        if extent < 1:
+            raise ArgumentError(f"{what}: expected a positive int or a size variable, got {extent}")
+        return Const(extent, "int32")
+    for node in walk(extent):
+        if isinstance(node, (Load, IterVar, Reduce)):
+            raise ArgumentError(f"{what}: an extent may only use sizes and ints, got {extent!r}")
+    return extent
+
+
+def _reduce(op: str, body, axis, acc_dtype) -> Reduce:
+    axes = (axis,) if isinstance(axis, IterVar) else tuple(axis) if axis is not None else ()
+    if not axes or not all(isinstance(a, IterVar) and a.kind == "reduce" for a in axes):
+        raise ArgumentError(f"tc.{op}: axis must be a reduce_axis or a list of them, got {axis!r}")
+    body = as_expr(body)
+    if acc_dtype is None:
+        acc_dtype = "float32" if is_float(body.dtype) else ("bool" if body.dtype == "bool" else "int32")
+        if body.dtype == "float64":
+            acc_dtype = "float64"
+    return Reduce(op, body, axes, check_dtype(acc_dtype, f"tc.{op} acc_dtype"))
+
+
+def sum(expr, axis, acc_dtype=None) -> Reduce:  # noqa: A001 - mirrors tvm.te.sum
+    """Sum of `expr` over the reduce axis (or axes) `axis`, accumulated in `acc_dtype`."""
+    return _reduce("sum", expr, axis, acc_dtype)
+
+
+def max(expr, axis, acc_dtype=None) -> Reduce:  # noqa: A001
+    """Maximum of `expr` over `axis`."""
+    return _reduce("max", expr, axis, acc_dtype)
+
+
+def min(expr, axis, acc_dtype=None) -> Reduce:  # noqa: A001
+    """Minimum of `expr` over `axis`."""
+    return _reduce("min", expr, axis, acc_dtype)
+
+
+def _call(fn):
+    def make(x):
+        return Call(fn, (x,))
+    make.__name__ = fn
+    make.__doc__ = f"Elementwise {fn}, computed in float32."
+    return make
+
+
+exp, log, sqrt, rsqrt, sigmoid, silu, tanh = (_call(f) for f in MATH[:7])
+abs = _call("abs")  # noqa: A001
+
+
+def maximum(a, b) -> Expr:
+    """Elementwise maximum of two values."""
+    return Binary("max", a, b)
+
+
+def minimum(a, b) -> Expr:
+    """Elementwise minimum of two values."""
+    return Binary("min", a, b)
+
+
+def where(cond, a, b) -> Expr:
+    """`a` where `cond` holds, else `b`."""
+    return Where(cond, a, b)
+
+
+def walk(expr: Expr):
+    """Yield `expr` and all its sub-expressions, parents first."""
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(node.children()))
+
+
+def substitute(expr: Expr, fn) -> Expr:
+    """Rebuild `expr` bottom-up, replacing each node n by fn(n) when that returns non-None."""
+    new = fn(expr)
+    if new is not None:
+        return new
+    if isinstance(expr, Load):
+        return Load(expr.tensor, [substitute(i, fn) for i in expr.indices])
+    if isinstance(expr, Binary):
+        return Binary(expr.op, substitute(expr.a, fn), substitute(expr.b, fn))
+    if isinstance(expr, Unary):
+        return Unary(expr.op, substitute(expr.a, fn))
+    if isinstance(expr, Call):
+        return Call(expr.fn, [substitute(a, fn) for a in expr.args])
+    if isinstance(expr, Where):
+        return Where(substitute(expr.cond, fn), substitute(expr.a, fn), substitute(expr.b, fn))
+    if isinstance(expr, Cast):
+        return Cast(substitute(expr.a, fn), expr.dtype)
+    if isinstance(expr, Reduce):
+        return Reduce(expr.op, substitute(expr.body, fn), expr.axes, expr.dtype)
+    return expr
+
+
+def evaluate(expr: Expr, env: dict) -> int:
+    """Evaluate an integer expression of sizes (and knob values) given `env` name -> int."""
+    if isinstance(expr, Const):
+        return expr.value
+    if isinstance(expr, (SizeVar, IterVar)):
+        return env[expr.name]
+    if hasattr(expr, "knob_name"):
+        return env[expr.knob_name]
+    if isinstance(expr, Binary):
+        a, b = evaluate(expr.a, env), evaluate(expr.b, env)
+        ops = {"+": a + b, "-": a - b, "*": a * b}
+        if expr.op in ops:
+            return ops[expr.op]
+        if expr.op == "//":
+            return a // b
+        if expr.op == "%":
+            return a % b
+        if expr.op == "cdiv":
+            return -(-a // b)
+        if expr.op in ("max", "min"):
+            return builtins.max(a, b) if expr.op == "max" else builtins.min(a, b)
+    raise ArgumentError(f"cannot evaluate {expr!r} as an integer size")
+
+
+def cdiv(a, b) -> Expr:
+    """ceil(a / b) on sizes, folded when both are ints."""
+    a, b = as_expr(a), as_expr(b)
+    if isinstance(a, Const) and isinstance(b, Const):
+        return Const(-(-a.value // b.value), "int32")
+    if isinstance(b, Const) and b.value == 1:
+        return a
+    return Binary("cdiv", a, b)
+
+
+def mul(a, b) -> Expr:
+    """a * b on sizes, folded when both are ints."""
+    a, b = as_expr(a), as_expr(b)
+    if isinstance(a, Const) and isinstance(b, Const):
+        return Const(a.value * b.value, "int32")
+    if isinstance(a, Const) and a.value == 1:
+        return b
+    if isinstance(b, Const) and b.value == 1:
+        return a
+    return Binary("*", a, b)

@@ -1,0 +1,135 @@
+"""Tensors of the compute language: `placeholder` (an input) and `compute` (a stage defined by an
+expression per output element), and the DAG of stages they form (a networkx graph).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+
+import networkx as nx
+
+from tilec.errors import ArgumentError
+from tilec.ir.dtypes import check_dtype
+from tilec.ir.expr import Expr, IterVar, Load, Reduce, as_expr, check_extent, walk
+from tilec.ir.names import check_name
+
+
+class Tensor:
+    """An input (`placeholder`) or a computed stage (`compute`). Index it to read: `A[i, k]`."""
+
+    def __init__(self, name: str, shape: tuple[Expr, ...], dtype: str, *, axis=(), body=None):
+        self.name, self.shape, self.dtype = name, shape, dtype
+        self.axis: tuple[IterVar, ...] = tuple(axis)
+        self.body: Expr | None = body
+
+    @property
+    def is_placeholder(self) -> bool:
+        return self.body is None
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def reduce_axis(self) -> tuple[IterVar, ...]:
+        return self.body.axes if isinstance(self.body, Reduce) else ()
+
+    @property
+    def is_reduction(self) -> bool:
+        return isinstance(self.body, Reduce)
+
+    @property
+    def inputs(self) -> list[Tensor]:
+        """The tensors this stage reads, in first-read order, without repeats."""
+        seen: dict[int, Tensor] = {}
+        if self.body is not None:
+            for node in walk(self.body):
+                if isinstance(node, Load):
+                    seen.setdefault(id(node.tensor), node.tensor)
+        return list(seen.values())
+
+    def __getitem__(self, idx) -> Load:
+        idx = idx if isinstance(idx, tuple) else (idx,)
+        if len(idx) != self.ndim:
+            raise ArgumentError(f"{self.name} has {self.ndim} dimensions, indexed with {len(idx)}: "
+                                f"{self.name}[{', '.join(map(repr, idx))}]")
+        exprs = []
+        for n, e in enumerate(idx):
+            e = as_expr(e)
+            if e.dtype not in ("int32", "int64"):
+                raise ArgumentError(f"index {n} of {self.name} must be an integer expression, got {e!r}")
+            exprs.append(e)
+        return Load(self, exprs)
+
+    def __repr__(self):
+        kind = "placeholder" if self.is_placeholder else "compute"
+        return f"<{kind} {self.name}{list(self.shape)} {self.dtype}>"
+
+
+def _shape(shape, what: str) -> tuple[Expr, ...]:
+    if isinstance(shape, (int, Expr)):
+        shape = (shape,)
+    if not isinstance(shape, (tuple, list)):
+        raise ArgumentError(f"{what}: shape must be a tuple of ints and size variables, got {shape!r}")
+    return tuple(check_extent(d, f"{what}: dimension {n}") for n, d in enumerate(shape))
+
+
+def placeholder(shape: Sequence, dtype, name: str) -> Tensor:
+    """An input tensor: `A = tc.placeholder((M, K), "bfloat16", name="A")`."""
+    name = check_name(name, "placeholder name")
+    return Tensor(name, _shape(shape, f"placeholder {name!r}"), check_dtype(dtype, f"placeholder {name!r}"))
+
+
+def compute(shape: Sequence, fcompute: Callable, name: str, dtype=None) -> Tensor:
+    """A stage: `C = tc.compute((M, N), lambda i, j: ..., name="C", dtype="bfloat16")`.
+
+    The lambda's parameter names become the axis names (`C.axis`). A reduction (`tc.sum/max/min`)
+    must be the whole body, as in TVM; anything done to its result goes in a second compute.
+    `dtype` is the stored type (a rounding point); by default the body's type.
+    """
+    name = check_name(name, "compute name")
+    shape = _shape(shape, f"compute {name!r}")
+    if not callable(fcompute):
+        raise ArgumentError(f"compute {name!r}: expected a function of the axes, got {fcompute!r}")
+    params = list(inspect.signature(fcompute).parameters)
+    if len(params) != len(shape):
+        raise ArgumentError(f"compute {name!r}: the shape has {len(shape)} dimensions but the function "
+                            f"takes {len(params)} arguments ({', '.join(params)})")
+    axes = tuple(IterVar(p, d, "spatial") for p, d in zip(params, shape))
+    body = as_expr(fcompute(*axes))
+    for node in walk(body):
+        if isinstance(node, Reduce) and node is not body:
+            raise ArgumentError(
+                f"compute {name!r}: tc.{node.op}(...) must be the whole body of a compute, not part of "
+                f"an expression; compute the reduction on its own and use it in a second compute "
+                f"(which can be fused back with compute_at or compute_inline)")
+    if isinstance(body, Reduce):
+        names = [a.name for a in axes] + [a.name for a in body.axes]
+        if len(set(names)) != len(names):
+            raise ArgumentError(f"compute {name!r}: axis names must differ, got {', '.join(names)}")
+        for node in walk(body.body):
+            if isinstance(node, IterVar) and node.kind == "reduce" and node not in body.axes:
+                raise ArgumentError(f"compute {name!r}: reduce axis {node.name} is used but not reduced "
+                                    f"over; add it to axis=[...]")
+    dtype = check_dtype(dtype, f"compute {name!r} dtype") if dtype is not None else body.dtype
+    return Tensor(name, shape, dtype, axis=axes, body=body)
+
+
+def stage_graph(outputs: Sequence[Tensor]) -> nx.DiGraph:
+    """The DAG of tensors reachable from `outputs`: an edge producer -> consumer per read."""
+    g = nx.DiGraph()
+    seen: dict[str, Tensor] = {}
+    todo = list(outputs)
+    while todo:
+        t = todo.pop()
+        if t.name in seen:
+            if seen[t.name] is not t:
+                raise ArgumentError(f"two different tensors are both named {t.name!r}; names must be unique")
+            continue
+        seen[t.name] = t
+        g.add_node(t.name, tensor=t)
+        for p in t.inputs:
+            todo.append(p)
+            g.add_edge(p.name, t.name)
+    return g

@@ -1,0 +1,756 @@
+"""Lowering, step one: schedule + config -> loop-nest IR (`nest.KernelIR`), one kernel per root stage.
+
+How a stage's loops become Triton:
+- leaves bound with `bind` are grid axes (`tl.program_id`); a fused grid axis is decomposed with // and %;
+- the inner axis of a split is a tile axis: a `tl.arange` vector dimension (power-of-two extent);
+- every other leaf is a serial loop (`tl.range`, pipelined if asked) or unrolled (`tl.static_range`).
+Each original axis gets an offset vector `offs_<axis>` (and `mask_<axis>` where tiles may overrun).
+
+Values carry the tile dimensions they vary over; binary operations broadcast them with `[:, None]`.
+A sum of a product whose operands cover (m, k) and (k, n) tiles becomes `tl.dot` with a float32
+accumulator; other reductions become `tl.sum`/`tl.max`/`tl.min` over the reduce tile dimension,
+masked with the reduction's identity. Stages placed with compute_at are emitted inside the loop they
+were placed at: producers before the rest of the loop body, consumers after it. A value computed in the
+kernel is read from registers by the stages placed with it; anything else is loaded from memory.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from tilec.errors import LoweringError
+from tilec.ir import dtypes
+from tilec.ir.expr import (
+    Binary,
+    Call,
+    Cast,
+    Const,
+    Expr,
+    IterVar,
+    Load,
+    Reduce,
+    SizeVar,
+    Unary,
+    Where,
+    substitute,
+    walk,
+)
+from tilec.lower.nest import Comment, For, KernelIR, Param, Stmt
+from tilec.schedule.defaults import default_stage
+from tilec.schedule.knob import Knob, factor_value
+from tilec.schedule.schedule import Fuse, Split, Stage
+
+_IDENTITY = {"sum": "0", "max": 'float("-inf")', "min": 'float("inf")'}
+_IDENTITY_INT = {"sum": "0", "max": "-2147483648", "min": "2147483647"}
+_MATH = {"exp": "tl.exp", "log": "tl.log", "sqrt": "tl.sqrt", "rsqrt": "tl.rsqrt", "abs": "tl.abs",
+         "sigmoid": "tl.sigmoid", "tanh": "libdevice.tanh"}
+
+
+@dataclass
+class Val:
+    """A value in the kernel: Triton expression text, the tile dims it varies over, its dtype."""
+
+    code: str
+    dims: tuple[str, ...]
+    dtype: str
+
+
+@dataclass
+class AxisVal:
+    """An original axis inside a kernel: its offsets variable, dims, the loop depth defining it, mask."""
+
+    code: str
+    dims: tuple[str, ...]
+    level: int
+    mask: str | None
+
+
+def _paren(code: str) -> str:
+    """`code` wrapped in parentheses unless it is a name, a number or an indexed name."""
+    import re
+
+    if re.fullmatch(r"[\w.]+(\[[:, None]*\])?", code):
+        return code
+    return f"({code})"
+
+
+def _is_pow2(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+class Layout:
+    """A stage's own loops in a kernel: leaves classified as grid / serial / unroll / tile."""
+
+    def __init__(self, stage: Stage, fixed: set, root: bool, config: dict):
+        self.stage = stage
+        origin: dict[IterVar, set] = {a: {a} for a in list(stage.tensor.axis) + list(stage.tensor.reduce_axis)}
+        for rel in stage.relations:
+            if isinstance(rel, Split):
+                origin[rel.outer] = origin[rel.inner] = origin[rel.parent]
+            else:
+                origin[rel.fused] = origin[rel.outer] | origin[rel.inner]
+        self.origin = origin
+        for rel in stage.relations:
+            parent = rel.parent if isinstance(rel, Split) else rel.fused
+            if origin[parent] & fixed:
+                names = ", ".join(a.name for a in origin[parent] & fixed)
+                raise LoweringError(
+                    f"{stage.name}: axis {names} is fixed by where {stage.name} is computed (compute_at), so "
+                    f"it takes that loop's tiling; remove the split/fuse of {names} from {stage.name}")
+        self.leaves = [a for a in stage.leaves if not (origin[a] & fixed)]
+        inner_of = {rel.inner: rel for rel in stage.relations if isinstance(rel, Split)}
+        self.kind: dict[IterVar, str] = {}
+        self.tile_extent: dict[IterVar, int] = {}
+        for a in self.leaves:
+            if a in stage.binds:
+                if not root:
+                    raise LoweringError(f"{stage.name}.{a.name} is bound to the grid, but {stage.name} is computed "
+                                        f"inside another stage's kernel; only a kernel's root stage has a grid")
+                self.kind[a] = "grid"
+            elif a in stage.unrolled:
+                self.kind[a] = "unroll"
+                if not isinstance(a.extent, (Const, Knob)):
+                    raise LoweringError(f"unroll({stage.name}.{a.name}): its extent {a.extent!r} is not a constant; "
+                                        f"unroll the inner axis of a split")
+            elif a in inner_of:
+                self.kind[a] = "tile"
+                f = factor_value(inner_of[a].factor, config)
+                if not _is_pow2(f):
+                    lo = 1 << (f.bit_length() - 1)
+                    raise LoweringError(
+                        f"{stage.name}.{a.name} is a tile of extent {f} (from split({inner_of[a].parent.name}, "
+                        f"{inner_of[a].factor!r})), but Triton tiles (tl.arange) need a power of two: use {lo} or "
+                        f"{lo * 2}; masks cover a size the tile does not divide")
+                self.tile_extent[a] = f
+            else:
+                self.kind[a] = "serial"
+            if a in stage.pipelines and self.kind[a] != "serial":
+                raise LoweringError(f"pipeline({stage.name}.{a.name}): {a.name} is a {self.kind[a]} axis; only "
+                                    f"serial loops (tl.range) are pipelined")
+        self.grid = sorted((a for a in self.leaves if self.kind[a] == "grid"), key=lambda a: stage.binds[a])
+        self.loops = [a for a in self.leaves if self.kind[a] in ("serial", "unroll")]
+        self.tiles = [a for a in self.leaves if self.kind[a] == "tile"]
+        seen_reduce = None
+        for a in self.loops:
+            if a.kind == "reduce":
+                seen_reduce = seen_reduce or a
+            elif seen_reduce is not None:
+                raise LoweringError(
+                    f"{stage.name}: spatial loop {a.name} runs inside reduction loop {seen_reduce.name}; the "
+                    f"accumulator would have to hold every {a.name} iteration. Reorder so that spatial loops "
+                    f"come before reduction loops")
+        self.first_reduce = next((n for n, a in enumerate(self.loops) if a.kind == "reduce"), len(self.loops))
+
+    def resolve(self, axis: IterVar) -> IterVar | None:
+        """The leaf that a place named by `axis` means: itself, or (in a default schedule, which splits
+        and fuses original axes) the outermost leaf made from it."""
+        if axis in self.kind:
+            return axis
+        for leaf in self.leaves:
+            if axis in self.origin.get(leaf, ()):
+                return leaf
+        return None
+
+    def needs_mask(self, axis: IterVar, config: dict) -> bool:
+        """Whether tiles of original `axis` may overrun its extent (no proof that each split divides)."""
+        for rel in self.stage.relations:
+            if isinstance(rel, Split) and self.origin[rel.parent] == {axis}:
+                ext = rel.parent.extent
+                f = factor_value(rel.factor, config)
+                if isinstance(ext, Knob):
+                    ext = Const(factor_value(ext, config), "int32")
+                if not isinstance(ext, Const) or ext.value % f:
+                    return True
+        return False
+
+
+class KernelBuilder:
+    """Builds the loop-nest IR of the kernel whose root stage is `root`."""
+
+    def __init__(self, program, root: Stage):
+        self.p, self.root, self.config = program, root, program.config
+        self.params: dict[str, Param] = {}
+        self.names: set[str] = set()
+        self.dim_order: list[str] = []
+        self.dim_extent: dict[str, str] = {}
+        self.env: dict[str, dict[IterVar, AxisVal]] = {}
+        self.scopes: list[dict] = [{}]
+        self.stages: list[str] = []
+        self.loads: list[str] = []
+        self.stores: list[str] = []
+        self.stmts: list | None = None
+        self.layouts: dict[str, Layout] = {}
+
+    # -- names and parameters -------------------------------------------------------------------
+    def fresh(self, name: str) -> str:
+        base, n = name, 1
+        while name in self.names:
+            name, n = f"{base}_{n}", n + 1
+        self.names.add(name)
+        return name
+
+    def _param(self, name: str, kind: str, **kw) -> str:
+        if name not in self.params:
+            if name in self.names:
+                raise LoweringError(f"the name {name!r} is used for two different things in kernel "
+                                    f"{self.root.name} (a tensor, size, knob or axis); rename one")
+            self.names.add(name)
+            self.params[name] = Param(name, kind, **kw)
+        elif self.params[name].kind != kind:
+            raise LoweringError(f"the name {name!r} is used for two different things in kernel "
+                                f"{self.root.name} (a tensor, size, knob or axis); rename one")
+        return name
+
+    def tensor_param(self, t) -> str:
+        name = self._param(t.name, "tensor", tensor=t.name)
+        for d in range(t.ndim):
+            self._param(f"stride_{t.name}_{d}", "stride", tensor=t.name, dim=d)
+        return name
+
+    def scalar(self, e: Expr) -> str:
+        """Triton text of a scalar size expression (sizes, knobs, ints)."""
+        if isinstance(e, Const):
+            return repr(e.value)
+        if isinstance(e, SizeVar):
+            return self._param(e.name, "size")
+        if isinstance(e, Knob):
+            return self._param(e.knob_name, "constexpr")
+        if isinstance(e, Binary) and e.op == "cdiv":
+            return f"tl.cdiv({self.scalar(e.a)}, {self.scalar(e.b)})"
+        if isinstance(e, Binary) and e.op in ("*", "+", "-", "//", "%"):
+            return f"{_paren(self.scalar(e.a))} {e.op} {_paren(self.scalar(e.b))}"
+        raise LoweringError(f"cannot use {e!r} as a size in generated code")
+
+    @staticmethod
+    def text(e: Expr) -> str:
+        """A size expression for people: cdiv(M, BM)."""
+        if isinstance(e, Binary) and e.op == "cdiv":
+            return f"cdiv({KernelBuilder.text(e.a)}, {KernelBuilder.text(e.b)})"
+        return repr(e)
+
+    # -- broadcasting values --------------------------------------------------------------------
+    def _order(self, dims) -> tuple[str, ...]:
+        return tuple(sorted(dims, key=self.dim_order.index))
+
+    def expand(self, v: Val, target: tuple[str, ...], full: bool = False) -> str:
+        """`v` laid out over `target` dims (a superset): permute, insert None, broadcast if `full`."""
+        code, dims = v.code, v.dims
+        order = tuple(d for d in target if d in dims)
+        if order != dims:
+            if len(dims) == 2:
+                code = f"tl.trans({code})"
+            else:
+                code = f"tl.permute({code}, {tuple(dims.index(d) for d in order)})"
+        if order != target and order:
+            code = f"{_paren(code)}[{', '.join(':' if d in order else 'None' for d in target)}]"
+        if full and order != target:
+            shape = ", ".join(self.dim_extent[d] for d in target)
+            code = f"tl.broadcast_to({code}, ({shape},))" if len(target) == 1 else \
+                f"tl.broadcast_to({code}, ({shape}))"
+        return code
+
+    def combine(self, fmt: str, vals: list[Val], dtype: str, order: tuple[str, ...] | None = None) -> Val:
+        dims = order if order is not None else self._order({d for v in vals for d in v.dims})
+        return Val(fmt.format(*[self.expand(v, dims) for v in vals]), dims, dtype)
+
+    def widen(self, v: Val) -> Val:
+        """A loaded low-precision float as float32 (arithmetic runs in float32 between rounding points)."""
+        c = dtypes.compute_dtype(v.dtype)
+        if c == v.dtype:
+            return v
+        return Val(f"{_paren(v.code)}.to({dtypes.triton_name(c)})", v.dims, c)
+
+    def emit_stmt(self, hint: str, code: str, nest: str | None = None) -> str:
+        name = self.fresh(hint)
+        self.stmts.append(Stmt(f"{name} = {code}", nest))
+        return name
+
+    # -- expressions ----------------------------------------------------------------------------
+    def emit(self, e: Expr, st: Stage, loads: dict) -> Val:
+        env = self.env[st.name]
+        if isinstance(e, Const):
+            if e.dtype == "bool":
+                return Val(str(bool(e.value)), (), "bool")
+            if isinstance(e.value, float):
+                v = e.value
+                code = 'float("inf")' if v == float("inf") else 'float("-inf")' if v == float("-inf") else repr(v)
+                return Val(code, (), "float32")
+            return Val(repr(e.value), (), "int32")
+        if isinstance(e, (SizeVar, Knob)):
+            return Val(self.scalar(e), (), "int32")
+        if isinstance(e, IterVar):
+            if e not in env:
+                raise LoweringError(f"{st.name} uses axis {e.name}, which is not one of its axes")
+            a = env[e]
+            return Val(a.code, a.dims, "int32")
+        if isinstance(e, Load):
+            return self.widen(self.load(e, st, loads))
+        if isinstance(e, Cast):
+            v = self.emit(e.a, st, loads)
+            tn = dtypes.triton_name(e.dtype)
+            if dtypes.is_float(e.dtype) and dtypes.compute_dtype(e.dtype) != e.dtype:
+                c = dtypes.triton_name(dtypes.compute_dtype(e.dtype))
+                return Val(f"{_paren(v.code)}.to({tn}).to({c})", v.dims, dtypes.compute_dtype(e.dtype))
+            return Val(f"tl.cast({v.code}, {tn})", v.dims, e.dtype)
+        if isinstance(e, Unary):
+            v = self.emit(e.a, st, loads)
+            return Val(f"{e.op}{_paren(v.code)}", v.dims, v.dtype)
+        if isinstance(e, Call):
+            v = self.emit(e.args[0], st, loads)
+            if not dtypes.is_float(v.dtype) and e.fn != "abs":
+                v = Val(f"tl.cast({v.code}, tl.float32)", v.dims, "float32")
+            if e.fn == "silu":
+                if not v.code.isidentifier():
+                    v = Val(self.emit_stmt("x", v.code), v.dims, v.dtype)
+                return Val(f"{v.code} * tl.sigmoid({v.code})", v.dims, v.dtype)
+            if e.fn == "tanh":
+                self.p.uses_libdevice = True
+            return Val(f"{_MATH[e.fn]}({v.code})", v.dims, v.dtype)
+        if isinstance(e, Where):
+            c, a, b = (self.emit(x, st, loads) for x in (e.cond, e.a, e.b))
+            return self.combine("tl.where({}, {}, {})", [c, a, b], dtypes.promote(a.dtype, b.dtype))
+        if isinstance(e, Binary):
+            a, b = self.emit(e.a, st, loads), self.emit(e.b, st, loads)
+            if e.op in ("max", "min"):
+                return self.combine(f"tl.{e.op}imum({{}}, {{}})", [a, b], dtypes.promote(a.dtype, b.dtype))
+            if e.op == "/" and not dtypes.is_float(a.dtype) and not dtypes.is_float(b.dtype):
+                a = Val(f"tl.cast({a.code}, tl.float32)", a.dims, "float32")
+            dtype = "bool" if e.op in ("<", "<=", ">", ">=", "==", "!=") else dtypes.promote(a.dtype, b.dtype)
+            return self.combine(f"{{}} {e.op} {{}}", [Val(_paren(a.code), a.dims, a.dtype),
+                                                      Val(_paren(b.code), b.dims, b.dtype)], dtype)
+        if isinstance(e, Reduce):
+            raise LoweringError(f"{st.name}: a reduction can only be the whole body of a compute")
+        raise LoweringError(f"cannot lower expression {e!r}")
+
+    def dims_of(self, e: Expr, st: Stage) -> set[str]:
+        """The tile dims an expression varies over (without emitting it)."""
+        env = self.env[st.name]
+        out: set[str] = set()
+        for node in walk(e):
+            if isinstance(node, IterVar) and node in env:
+                out |= set(env[node].dims)
+            elif isinstance(node, Load) and self.inline_body(node) is None:
+                found = self.in_scope(node.tensor.name)
+                if found is not None:
+                    out |= set(found[0].dims)
+        return out
+
+    def inline_body(self, ld: Load):
+        st = self.p.sched.stages.get(ld.tensor.name)
+        if st is None or st.attach != "inline":
+            return None
+        mapping = dict(zip(ld.tensor.axis, ld.indices))
+        body = substitute(ld.tensor.body, lambda n: mapping.get(n) if isinstance(n, IterVar) else None)
+        return Cast(body, ld.tensor.dtype)
+
+    def in_scope(self, name: str):
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
+        return None
+
+    def load(self, ld: Load, st: Stage, loads: dict) -> Val:
+        """A read of `ld.tensor` in its stored dtype: from an inlined body, registers, or memory."""
+        body = self.inline_body(ld)
+        if body is not None:
+            v = self.emit(body, st, loads)
+            return v
+        t = ld.tensor
+        found = self.in_scope(t.name)
+        env = self.env[st.name]
+        if found is not None:
+            val, axis_codes = found
+            got = [env[i].code if isinstance(i, IterVar) and i in env else None for i in ld.indices]
+            if got != axis_codes:
+                raise LoweringError(
+                    f"{st.name} reads {ld!r}, but {t.name} is computed in the same kernel only at the positions "
+                    f"of that loop ({', '.join(map(str, axis_codes))}); read it at its own axes or compute_root {t.name}")
+            return val
+        key = repr(ld)
+        for scope in reversed(self.scopes):
+            if ("load", st.name, key) in scope:
+                return scope[("load", st.name, key)]
+        if key in loads:
+            return loads[key]
+        v = self.emit_load(ld, st, f"{t.name.lower()}_tile")
+        loads[key] = v
+        return v
+
+    def emit_load(self, ld: Load, st: Stage, hint: str) -> Val:
+        t = ld.tensor
+        ptr = self.tensor_param(t)
+        if t.name not in self.loads:
+            self.loads.append(t.name)
+        env = self.env[st.name]
+        idx_vals, masks = [], []
+        for d, idx in enumerate(ld.indices):
+            v = self.emit(idx, st, {})
+            idx_vals.append(v)
+            if isinstance(idx, IterVar) and idx in env:
+                if env[idx].mask:
+                    masks.append(Val(env[idx].mask, env[idx].dims, "bool"))
+            else:
+                ext = self.scalar(t.shape[d])
+                masks.append(Val(f"({_paren(v.code)} >= 0) & ({_paren(v.code)} < {ext})", v.dims, "bool"))
+        addr = self.address(ptr, t, idx_vals)
+        code = f"tl.load({addr.code}"
+        if masks:
+            mask = self.combine(" & ".join(["{}"] * len(masks)), masks, "bool", order=addr.dims)
+            code += f", mask={mask.code}, other=0"
+        code += ")"
+        name = self.emit_stmt(hint, code, f"{hint} = {ld!r}")
+        return Val(name, addr.dims, t.dtype)
+
+    def address(self, ptr: str, t, idx_vals: list[Val]) -> Val:
+        """`T + offs_i[:, None] * stride_T_0 + ...`, its dims in the tensor's index order (the memory
+        order, so a row-major tile is loaded with its contiguous dimension last)."""
+        order = tuple(dict.fromkeys(d for v in idx_vals for d in v.dims))
+        terms = [f"{_paren(self.expand(v, order))} * stride_{t.name}_{d}" for d, v in enumerate(idx_vals)]
+        return Val(" + ".join([ptr, *terms]), order, "ptr")
+
+    # -- stages ---------------------------------------------------------------------------------
+    def binding(self, x: Stage, target: Stage, level: int) -> dict[IterVar, AxisVal]:
+        """How the axes of `x`, placed in `target`'s loop at depth `level`, map to `target`'s offsets."""
+        rel = self.p.sched.related(x, target)
+        tenv = self.env[target.name]
+        bound: dict[IterVar, AxisVal] = {}
+        if rel == "consumer":   # x reads target: x's index variables name target's axes
+            reads, own = x.tensor.body, target.tensor
+        else:                   # target reads x
+            reads, own = target.tensor.body, x.tensor
+        for node in walk(reads):
+            if isinstance(node, Load) and node.tensor is own and all(isinstance(i, IterVar) for i in node.indices) \
+                    and len(set(node.indices)) == len(node.indices):
+                for idx, axis in zip(node.indices, own.axis):
+                    if rel == "consumer":
+                        bound[idx] = tenv[axis]
+                    elif idx in tenv:
+                        bound[axis] = tenv[idx]
+                break
+        else:
+            raise LoweringError(f"compute_at({x.name}, {target.name}): {x.name} and {target.name} must exchange "
+                                f"values at plain axis positions (like {own.name}[i, j]) to share loops")
+        for axis, v in bound.items():
+            if v.level > level:
+                raise LoweringError(f"compute_at({x.name}, {target.name}): {x.name}'s axis {axis.name} follows "
+                                    f"{target.name}'s loop that defines {v.code}, which runs inside the place chosen; "
+                                    f"place {x.name} at that loop or further in")
+        if rel == "producer":
+            free = [a.name for a in x.tensor.axis if a not in bound]
+            if free:
+                raise LoweringError(
+                    f"compute_at({x.name}, {target.name}): {x.name}'s axis {', '.join(free)} is not fixed by "
+                    f"{target.name}'s loops there, so {x.name} would need a whole region in registers; only "
+                    f"producers whose spatial axes all follow the consumer can be computed at it (or compute_root)")
+        return bound
+
+    def layout_of(self, x: Stage, fixed: set) -> Layout:
+        root = x is self.root
+        st = x
+        if not x.touched:
+            st = default_stage(x, frozenset(fixed))
+            st.attach = x.attach
+        return Layout(st, fixed, root, self.config)
+
+    def emit_stage(self, x: Stage, bound: dict[IterVar, AxisVal], out: list) -> None:
+        """Emit stage `x` (its own loops and compute) into the statement list `out`."""
+        lay = self.layout_of(x, set(bound))
+        st = lay.stage
+        self.layouts[x.name] = lay
+        self.stages.append(x.name)
+        env: dict[IterVar, AxisVal] = dict(bound)
+        self.env[x.name] = env
+        leaf_val: dict[IterVar, Val] = {}
+        level_of: dict[IterVar, int] = {}
+        saved = self.stmts
+        self.stmts = out
+        if lay.grid:
+            out.append(Comment(f"{x.name}: grid axes " + ", ".join(
+                f"{a.name} -> program_id.{st.binds[a]}" for a in lay.grid)))
+        for a in lay.grid:
+            var = self.fresh(a.name)
+            self.stmts.append(Stmt(f"{var} = tl.program_id({st.binds[a]})"))
+            leaf_val[a], level_of[a] = Val(var, (), "int32"), -1
+        loop_vars = {}
+        for n, a in enumerate(lay.loops):
+            loop_vars[a] = self.fresh(a.name)
+            leaf_val[a], level_of[a] = Val(loop_vars[a], (), "int32"), n
+        for a in lay.tiles:
+            dim = self.fresh(a.name)
+            self.dim_order.append(dim)
+            ext = lay.tile_extent[a]
+            f = next(r.factor for r in st.relations if isinstance(r, Split) and r.inner is a)
+            self.dim_extent[dim] = self.scalar(f) if isinstance(f, Knob) else str(ext)
+            leaf_val[a], level_of[a] = Val(f"tl.arange(0, {self.dim_extent[dim]})", (dim,), "int32"), -1
+        for rel in reversed(st.relations):
+            if isinstance(rel, Split) and rel.outer in leaf_val and rel.inner in leaf_val:
+                o, i = leaf_val[rel.outer], leaf_val[rel.inner]
+                f = self.scalar(rel.factor) if isinstance(rel.factor, Knob) else str(rel.factor)
+                leaf_val[rel.parent] = self.combine("{} * " + f + " + {}", [Val(_paren(o.code), o.dims, "int32"), i],
+                                                    "int32")
+                level_of[rel.parent] = max(level_of[rel.outer], level_of[rel.inner])
+            elif isinstance(rel, Fuse) and rel.fused in leaf_val:
+                fv = leaf_val[rel.fused]
+                ext = self.scalar(rel.inner.extent)
+                leaf_val[rel.outer] = Val(f"{_paren(fv.code)} // {_paren(ext)}", fv.dims, "int32")
+                leaf_val[rel.inner] = Val(f"{_paren(fv.code)} % {_paren(ext)}", fv.dims, "int32")
+                level_of[rel.outer] = level_of[rel.inner] = level_of[rel.fused]
+        defs: dict[int, list] = defaultdict(list)
+        for axis in list(x.tensor.axis) + list(x.tensor.reduce_axis):
+            if axis in bound:
+                continue
+            if axis not in leaf_val:
+                raise LoweringError(f"{x.name}: axis {axis.name} has no loop (internal error: relations incomplete)")
+            defs[level_of[axis]].append(axis)
+        self.int64 = self.p.int64
+
+        def define(axes: list, stmts: list) -> None:
+            for axis in axes:
+                v = leaf_val[axis]
+                code = f"tl.cast({v.code}, tl.int64)" if self.int64 else v.code
+                name = self.fresh(f"offs_{axis.name}")
+                stmts.append(Stmt(f"{name} = {code}", None))
+                mask = None
+                if lay.needs_mask(axis, self.config):
+                    mask = self.fresh(f"mask_{axis.name}")
+                    stmts.append(Stmt(f"{mask} = {name} < {self.scalar(axis.extent)}", None))
+                env[axis] = AxisVal(name, v.dims, level_of[axis], mask)
+
+        define(defs[-1], out)
+        grid_axes = set(lay.grid)
+        self._attached(x, grid_axes, "producer", out, -1)
+        self.emit_loops(x, lay, loop_vars, defs, define, 0, out)
+        self._attached(x, grid_axes, "consumer", out, -1)
+        self.stmts = saved
+
+    def _attached(self, x: Stage, here: set, which: str, out: list, level: int) -> None:
+        """Emit the stages placed at `x`'s leaves `here`: caches and producers first, consumers after."""
+        lay = self.layouts[x.name]
+        for (name, axis), cs in self.p.caches.items():
+            if name == x.name and which == "producer" and lay.resolve(axis) in here:
+                for c in cs:
+                    self.emit_cache(c, x, level, out)
+                    self.p.emitted.add(c.name)
+        for (name, axis), others in self.p.attached.items():
+            if name != x.name or lay.resolve(axis) not in here:
+                continue
+            for other in others:
+                rel = self.p.sched.related(other, x)
+                if (rel == "producer") == (which == "producer"):
+                    out.append(Comment(f"{other.name} computed at {x.name}.{axis.name}"))
+                    self.emit_stage(other, self.binding(other, x, level), out)
+
+    def emit_cache(self, c: Stage, reader: Stage, level: int, out: list) -> None:
+        """A cache_read placed here: load now the tiles of the cached tensor that the reader uses."""
+        saved, self.stmts = self.stmts, out
+        out.append(Comment(f"{c.name}: tile of {c.tensor.name} read by {reader.name}, loaded here"))
+        env = self.env[reader.name]
+        for node in walk(reader.tensor.body):
+            if isinstance(node, Load) and node.tensor is c.tensor:
+                key = ("load", reader.name, repr(node))
+                if key in self.scopes[-1]:
+                    continue
+                late = [i.name for i in node.indices for i in walk(i)
+                        if isinstance(i, IterVar) and i in env and env[i].level > level]
+                missing = [i.name for i in node.indices for i in walk(i) if isinstance(i, IterVar) and i not in env]
+                if late or missing:
+                    raise LoweringError(
+                        f"{c.name} is placed where the tile of {node!r} is not yet known: its index "
+                        f"{', '.join(late or missing)} changes in a loop inside that place; place {c.name} at "
+                        f"that loop instead")
+                self.scopes[-1][key] = self.emit_load(node, reader, f"{c.tensor.name.lower()}_tile")
+        self.stmts = saved
+
+    def emit_loops(self, x, lay, loop_vars, defs, define, n, out) -> None:
+        if n == lay.first_reduce and x.tensor.is_reduction:
+            acc = self.acc_init(x, out)
+            self.emit_reduce_loops(x, lay, loop_vars, defs, define, n, out, acc)
+            self.finish(x, Val(acc[0], acc[1], acc[2]), out)
+            return
+        if n == len(lay.loops):
+            self.compute(x, out)
+            return
+        loop = self.open_loop(x, lay, loop_vars, n, out)
+        self.scopes.append({})
+        define(defs[n], loop.body)
+        self._attached(x, {lay.loops[n]}, "producer", loop.body, n)
+        self.emit_loops(x, lay, loop_vars, defs, define, n + 1, loop.body)
+        self._attached(x, {lay.loops[n]}, "consumer", loop.body, n)
+        self.scopes.pop()
+
+    def emit_reduce_loops(self, x, lay, loop_vars, defs, define, n, out, acc) -> None:
+        if n == len(lay.loops):
+            self.update(x, acc, out)
+            return
+        loop = self.open_loop(x, lay, loop_vars, n, out)
+        self.scopes.append({})
+        define(defs[n], loop.body)
+        self._attached(x, {lay.loops[n]}, "producer", loop.body, n)
+        self.emit_reduce_loops(x, lay, loop_vars, defs, define, n + 1, loop.body, acc)
+        self._attached(x, {lay.loops[n]}, "consumer", loop.body, n)
+        self.scopes.pop()
+
+    def open_loop(self, x, lay, loop_vars, n, out) -> For:
+        a = lay.loops[n]
+        st = lay.stage
+        stages = st.pipelines.get(a)
+        stages_code = (self.scalar(stages) if isinstance(stages, Knob) else str(stages)) if stages is not None else None
+        what = "reduction" if a.kind == "reduce" else "spatial"
+        role = f"{x.name}.{a.name}: serial {what} loop"
+        if lay.kind[a] == "unroll":
+            ext = a.extent
+            role = f"{x.name}.{a.name}: unrolled {what} loop"
+            code = self.scalar(ext)
+        else:
+            code = self.scalar(a.extent)
+        loop = For(loop_vars[a], code, self.text(a.extent), lay.kind[a], stages_code, role)
+        out.append(loop)
+        return loop
+
+    # -- computing ------------------------------------------------------------------------------
+    def spatial_dims(self, x: Stage) -> tuple[str, ...]:
+        env = self.env[x.name]
+        return self._order({d for a in x.tensor.axis for d in env[a].dims})
+
+    def acc_init(self, x: Stage, out: list):
+        red: Reduce = x.tensor.body
+        dims = self.spatial_dims(x)
+        name = self.fresh(f"acc_{x.name}")
+        is_f = dtypes.is_float(red.dtype)
+        init = (_IDENTITY if is_f else _IDENTITY_INT)[red.op]
+        shape = "[" + ", ".join(self.dim_extent[d] for d in dims) + "]"
+        out.append(Stmt(f"{name} = tl.full({shape}, {init}, {dtypes.triton_name(red.dtype)})",
+                        f"{name}[{', '.join(dims)}] = {init}  # {red.dtype} accumulator of {x.name}"))
+        return name, dims, red.dtype
+
+    def update(self, x: Stage, acc, out: list) -> None:
+        """The innermost step of a reduction: fold this tile of the body into the accumulator."""
+        name, sdims, acc_dtype = acc
+        red: Reduce = x.tensor.body
+        env = self.env[x.name]
+        rdims = self._order({d for a in red.axes for d in env[a].dims})
+        saved, self.stmts = self.stmts, out
+        dot = self.try_dot(x, red, sdims, rdims, name, out)
+        if not dot:
+            loads: dict = {}
+            v = self.emit(red.body, x, loads)
+            if dtypes.is_float(acc_dtype) and v.dtype != acc_dtype:
+                v = Val(f"tl.cast({v.code}, {dtypes.triton_name(acc_dtype)})", v.dims, acc_dtype)
+            full = self._order(set(sdims) | set(rdims))
+            body = self.expand(v, full, full=True)
+            masks = [Val(env[a].mask, env[a].dims, "bool") for a in red.axes if env[a].mask]
+            if masks:
+                m = self.combine(" & ".join(["{}"] * len(masks)), masks, "bool")
+                ident = (_IDENTITY if dtypes.is_float(acc_dtype) else _IDENTITY_INT)[red.op]
+                body = f"tl.where({self.expand(m, full)}, {body}, {ident})"
+            for d in sorted(rdims, key=full.index, reverse=True):
+                body = f"tl.{red.op}({body}, axis={full.index(d)})"
+            combine = {"sum": f"{name} + {{}}", "max": f"tl.maximum({name}, {{}})",
+                       "min": f"tl.minimum({name}, {{}})"}[red.op]
+            part = Val(body, sdims, acc_dtype)
+            out.append(Stmt(f"{name} = {combine.format(self.expand(part, sdims, full=True))}",
+                            f"{name}[{', '.join(sdims)}] {'+=' if red.op == 'sum' else '= ' + red.op + '(' + name + ', '}"
+                            f" {red.body!r}{')' if red.op != 'sum' else ''}  over tile [{', '.join(rdims)}]"))
+        self.stmts = saved
+
+    def try_dot(self, x, red, sdims, rdims, acc, out) -> bool:
+        """Lower sum(a * b) over one reduce tile dim to tl.dot when a covers (m, k) and b (k, n)."""
+        if red.op != "sum" or red.dtype != "float32" or len(sdims) != 2 or len(rdims) != 1:
+            return False
+        body = red.body
+        while isinstance(body, Cast) and body.dtype == "float32":
+            body = body.a
+        if not (isinstance(body, Binary) and body.op == "*"):
+            return False
+        m, n = sdims
+        k = rdims[0]
+        da, db = self.dims_of(body.a, x), self.dims_of(body.b, x)
+        if da == {m, k} and db == {k, n}:
+            lhs, rhs = body.a, body.b
+        elif db == {m, k} and da == {k, n}:
+            lhs, rhs = body.b, body.a
+        else:
+            return False
+        if any(int(self.dim_extent[d]) < 16 if self.dim_extent[d].isdigit()
+               else self.config[self.dim_extent[d]] < 16 for d in (m, n, k)):
+            return False
+        loads: dict = {}
+
+        def operand(e: Expr, order: tuple[str, str]) -> Val:
+            inner = e
+            while isinstance(inner, Cast) and inner.dtype == "float32":
+                inner = inner.a
+            v = self.load(inner, x, loads) if isinstance(inner, Load) else self.emit(e, x, loads)
+            return Val(self.expand(v, order), order, v.dtype)
+
+        a, b = operand(lhs, (m, k)), operand(rhs, (k, n))
+        native = a.dtype == b.dtype and a.dtype in ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
+        if native and a.dtype == "bfloat16" and self.p.target == "interpreter":
+            native = False  # Triton's interpreter gets bf16 tl.dot wrong: widen (see runtime/triton_compat.py)
+        extra = ""
+        if not native:
+            a, b = self.widen(a), self.widen(b)
+            if a.dtype != "float32":
+                a = Val(f"tl.cast({a.code}, tl.float32)", a.dims, "float32")
+            if b.dtype != "float32":
+                b = Val(f"tl.cast({b.code}, tl.float32)", b.dims, "float32")
+            extra = ', input_precision="ieee"'
+        out.append(Stmt(f"{acc} = tl.dot({a.code}, {b.code}, {acc}{extra})",
+                        f"{acc}[{m}, {n}] += {red.body!r}  over tile [{k}]  (tl.dot)"))
+        return True
+
+    def compute(self, x: Stage, out: list) -> None:
+        """The body of an elementwise stage at its innermost point: compute, then store/keep."""
+        saved, self.stmts = self.stmts, out
+        v = self.emit(x.tensor.body, x, {})
+        self.stmts = saved
+        self.finish(x, v, out)
+
+    def finish(self, x: Stage, v: Val, out: list) -> None:
+        """Round the stage's value to its dtype, store it if memory needs it, keep it for fusion."""
+        t = x.tensor
+        tn = dtypes.triton_name(t.dtype)
+        name = self.fresh(f"{t.name}_val")
+        code = v.code if v.dtype == t.dtype else f"{_paren(v.code)}.to({tn})"
+        out.append(Stmt(f"{name} = {code}", None if x.tensor.is_reduction else f"{name} = {t.body!r}"))
+        val = Val(name, v.dims, t.dtype)
+        env = self.env[x.name]
+        if t.name in self.p.stored:
+            ptr = self.tensor_param(t)
+            if t.name not in self.stores:
+                self.stores.append(t.name)
+            addr = self.address(ptr, t, [Val(env[a].code, env[a].dims, "int32") for a in t.axis])
+            code = f"tl.store({addr.code}, {self.expand(val, addr.dims, full=True)}"
+            masks = [Val(env[a].mask, env[a].dims, "bool") for a in t.axis if env[a].mask]
+            if masks:
+                m = self.combine(" & ".join(["{}"] * len(masks)), masks, "bool", order=addr.dims)
+                code += f", mask={m.code}"
+            axes = ", ".join(a.name for a in t.axis)
+            out.append(Stmt(code + ")", f"{t.name}[{axes}] = {name}  # store, {t.dtype}"))
+        self.scopes[-1][t.name] = (val, [env[a].code for a in t.axis])
+
+    # -- the kernel -----------------------------------------------------------------------------
+    def build(self) -> KernelIR:
+        body: list = []
+        self.stmts = body
+        self.emit_stage(self.root, {}, body)
+        lay = self.layouts[self.root.name]
+        grid = [Const(1, "int32")] * 3
+        for a in lay.grid:
+            grid[lay.stage.binds[a]] = a.extent
+        ndim = max([lay.stage.binds[a] + 1 for a in lay.grid], default=1)
+        grid = grid[:ndim]
+        warps = lay.stage.warps if lay.stage.warps is not None else self.root.warps
+        warps = factor_value(warps, self.config) if warps is not None else 4
+        kinds = {"tensor": 0, "size": 1, "stride": 2, "constexpr": 3}
+        params = sorted(self.params.values(), key=lambda p: kinds[p.kind])
+        header = [f"tilec kernel for stage {self.root.name}; computes {', '.join(self.stages)}",
+                  f"config: {', '.join(f'{k}={v}' for k, v in sorted(self.config.items())) or 'none (no knobs)'}",
+                  "schedule:"] + [f"  {line}" for line in self.p.sched.log or ["(default schedule)"]]
+        if not self.root.touched:
+            header.append(f"  {self.root.name}: default schedule (tiles on the last axes, one grid axis)")
+        return KernelIR(
+            name=f"{self.root.name}_kernel", root=self.root.name, stages=self.stages, params=params,
+            grid=grid, grid_text=[self.text(g) for g in grid], body=body, header=header, num_warps=warps,
+            outputs=self.stores, inputs=self.loads)

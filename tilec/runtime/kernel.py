@@ -1,0 +1,220 @@
+"""`tc.build` and `Kernel`: compile the lowered Triton source, check call-time tensors, launch.
+
+A Kernel lowers its schedule once per (index width, target); Triton itself caches compiled binaries
+per config and argument specialization. Kernels that share source share the loaded module.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+import torch
+
+from tilec.errors import ArgumentError, LoweringError
+from tilec.ir.expr import SizeVar, evaluate
+from tilec.ir.tensor import Tensor
+from tilec.lower.program import Program
+from tilec.runtime import triton_compat
+from tilec.schedule.schedule import Schedule
+
+_MODULES: dict[str, object] = {}
+_INT32_LIMIT = 2**31 - 1
+
+
+def cache_dir() -> Path:
+    d = Path(os.environ.get("TILEC_CACHE_DIR", Path.home() / ".cache" / "tilec")) / "kernels"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def load_module(source: str):
+    """Load Triton source as a module (Triton's @jit needs the source in a real file)."""
+    key = hashlib.sha256(source.encode()).hexdigest()[:20]
+    if key not in _MODULES:
+        triton_compat.triton()
+        path = cache_dir() / f"tilec_{key}.py"
+        if not path.exists() or path.read_text() != source:
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(source)
+            tmp.replace(path)
+        spec = importlib.util.spec_from_file_location(f"tilec_kernels_{key}", path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = mod
+        spec.loader.exec_module(mod)
+        _MODULES[key] = mod
+    return _MODULES[key]
+
+
+class Kernel:
+    """A built schedule: call it on torch tensors. `.source` is the Triton code, `.config` the knobs."""
+
+    def __init__(self, sched: Schedule, args, config=None):
+        if not isinstance(args, (list, tuple)) or not all(isinstance(a, Tensor) for a in args):
+            raise ArgumentError(f"argument 2, 'args' to build: expected a list of tensors (inputs, then "
+                                f"outputs), got {args!r}")
+        names = [a.name for a in args]
+        if len(set(names)) != len(names):
+            raise ArgumentError(f"build: a tensor is listed twice in args: {names}")
+        for a in args:
+            if sched.tensors.get(a.name) is not a:
+                raise ArgumentError(f"build: {a.name} is not part of this schedule")
+        self.inputs = [a for a in args if a.is_placeholder]
+        self.outputs = [a for a in args if not a.is_placeholder]
+        missing = [t.name for t in sched.placeholders if t not in self.inputs]
+        if missing:
+            raise ArgumentError(f"build: the schedule reads {', '.join(missing)}, so args must list it "
+                                f"(args: {', '.join(names)})")
+        for t in sched.outputs:
+            if t not in self.outputs:
+                raise ArgumentError(f"build: {t.name} is an output of the schedule; list it in args")
+        self.sched = sched
+        self._config_arg = config
+        self.target = triton_compat.target()
+        self._programs: dict[bool, Program] = {}
+        self.program = self._program(False)
+        self.config = dict(self.program.config)
+        self._sizes = {}
+        for t in self.inputs:
+            for d, e in enumerate(t.shape):
+                if isinstance(e, SizeVar):
+                    self._sizes.setdefault(e.name, (t, d))
+        need = {n.name for t in sched.tensors.values() for e in t.shape for n in _size_vars(e)}
+        unbound = sorted(need - set(self._sizes))
+        if unbound:
+            raise ArgumentError(f"build: size {', '.join(unbound)} appears in no input's shape as a plain "
+                                f"dimension, so it cannot be read from the tensors at call time")
+
+    def _program(self, int64: bool) -> Program:
+        if int64 not in self._programs:
+            self._programs[int64] = Program(self.sched, self._config_arg, target=self.target, int64=int64,
+                                            outputs=self.outputs)
+        return self._programs[int64]
+
+    @property
+    def source(self) -> str:
+        """The Triton module this kernel runs (32-bit index form)."""
+        return self.program.source()
+
+    def lower(self) -> Program:
+        return self.program
+
+    # -- call -----------------------------------------------------------------------------------
+    def _bind(self, tensors) -> dict[str, int]:
+        device = None
+        for t, x in zip(self.inputs, tensors):
+            if not isinstance(x, torch.Tensor):
+                raise ArgumentError(f"{t.name}: expected a torch.Tensor, got {type(x).__name__}")
+            if x.dim() != t.ndim:
+                raise ArgumentError(f"{t.name}: expected {t.ndim} dimensions {list(t.shape)}, got shape {tuple(x.shape)}")
+            if str(x.dtype).removeprefix("torch.") != t.dtype:
+                raise ArgumentError(f"{t.name}: expected dtype {t.dtype}, got {str(x.dtype).removeprefix('torch.')}")
+            device = device or x.device
+            if x.device != device:
+                raise ArgumentError(f"{t.name} is on {x.device} but {self.inputs[0].name} is on {device}; "
+                                    f"put all tensors on one device")
+        want = "cuda" if self.target == "cuda" else "cpu"
+        if device is not None and device.type != want:
+            raise ArgumentError(f"tensors are on {device} but this kernel runs on {want} "
+                                f"({'a CUDA device' if want == 'cuda' else 'Triton interpreter, no CUDA device'}); "
+                                f"move them with .to({want!r})")
+        env: dict[str, int] = {}
+        for name, (t, d) in self._sizes.items():
+            env[name] = tensors[self.inputs.index(t)].shape[d]
+        for t, x in zip(self.inputs, tensors):
+            want_shape = [evaluate(e, env) for e in t.shape]
+            if list(x.shape) != want_shape:
+                raise ArgumentError(f"{t.name}: expected shape {tuple(want_shape)} ({_shape_text(t)} with "
+                                    f"{', '.join(f'{k}={v}' for k, v in env.items())}), got {tuple(x.shape)}")
+        return env
+
+    def __call__(self, *tensors, out=None):
+        n_in, n_out = len(self.inputs), len(self.outputs)
+        if len(tensors) == n_in + n_out and out is None:
+            tensors, out = tensors[:n_in], tensors[n_in:]
+        if len(tensors) != n_in:
+            raise ArgumentError(f"expected {n_in} input tensors ({', '.join(t.name for t in self.inputs)}), "
+                                f"got {len(tensors)}")
+        env = self._bind(tensors)
+        device = tensors[0].device if tensors else torch.device("cuda" if self.target == "cuda" else "cpu")
+        outs = self._outputs(out, env, device)
+        buffers = {t.name: x for t, x in zip(self.inputs, tensors)} | {t.name: x for t, x in zip(self.outputs, outs)}
+        big = any(x.numel() > _INT32_LIMIT or _max_offset(x) > _INT32_LIMIT for x in buffers.values())
+        prog = self._program(big)
+        for name in prog.buffers:
+            t = self.sched.tensors[name]
+            buffers[name] = torch.empty([evaluate(e, env) for e in t.shape],
+                                        dtype=getattr(torch, t.dtype), device=device)
+        if any(_max_offset(x) > _INT32_LIMIT for x in buffers.values()):
+            prog = self._program(True)
+        mod = load_module(prog.source())
+        values = env | prog.config
+        for k in prog.kernels:
+            grid = tuple(evaluate(g, values) for g in k.grid)
+            if 0 in grid:
+                continue
+            for d, g in enumerate(grid[1:], start=1):
+                if g > 65535:
+                    raise LoweringError(f"{k.name}: program_id.{d} would need {g} programs, but Triton allows "
+                                        f"65535 on grid dims 1 and 2; bind the larger axis to program_id.0 "
+                                        f"(or fuse the grid axes)")
+            kwargs = {}
+            for p in k.params:
+                if p.kind == "tensor":
+                    kwargs[p.name] = buffers[p.name]
+                elif p.kind == "stride":
+                    kwargs[p.name] = buffers[p.tensor].stride(p.dim)
+                elif p.kind == "size":
+                    kwargs[p.name] = env[p.name]
+                else:
+                    kwargs[p.name] = prog.config[p.name]
+            getattr(mod, k.name)[grid](**kwargs, num_warps=k.num_warps)
+        return outs[0] if n_out == 1 else tuple(outs)
+
+    def _outputs(self, out, env, device):
+        shapes = [[evaluate(e, env) for e in t.shape] for t in self.outputs]
+        if out is None:
+            return [torch.empty(s, dtype=getattr(torch, t.dtype), device=device) for t, s in zip(self.outputs, shapes)]
+        out = [out] if isinstance(out, torch.Tensor) else list(out)
+        if len(out) != len(self.outputs):
+            raise ArgumentError(f"out: expected {len(self.outputs)} tensor(s) "
+                                f"({', '.join(t.name for t in self.outputs)}), got {len(out)}")
+        for t, s, x in zip(self.outputs, shapes, out):
+            if not isinstance(x, torch.Tensor):
+                raise ArgumentError(f"out {t.name}: expected a torch.Tensor, got {type(x).__name__}")
+            if list(x.shape) != s or str(x.dtype).removeprefix("torch.") != t.dtype:
+                raise ArgumentError(f"out {t.name}: expected shape {tuple(s)} and dtype {t.dtype}, got "
+                                    f"{tuple(x.shape)} {str(x.dtype).removeprefix('torch.')}")
+            if x.device != device:
+                raise ArgumentError(f"out {t.name} is on {x.device}, the inputs on {device}")
+            if x.numel() > 1 and not x.is_non_overlapping_and_dense():
+                raise ArgumentError(f"out {t.name}: its strides {x.stride()} make elements overlap or leave "
+                                    f"gaps; pass a dense tensor (e.g. torch.empty(...) or .contiguous())")
+        return out
+
+
+def _max_offset(x: torch.Tensor) -> int:
+    return sum((s - 1) * st for s, st in zip(x.shape, x.stride()) if s > 0)
+
+
+def _shape_text(t: Tensor) -> str:
+    return f"({', '.join(map(repr, t.shape))})"
+
+
+def _size_vars(e):
+    from tilec.ir.expr import walk
+    return [n for n in walk(e) if isinstance(n, SizeVar)]
+
+
+def build(sched: Schedule, args, config=None) -> Kernel:
+    """Lower `sched` with `config` (knob name -> value) and return a callable `Kernel`.
+
+    `args` lists the input placeholders and the outputs; call the kernel with the inputs (outputs
+    are allocated) or with inputs and outputs, or pass `out=`.
+    """
+    if not isinstance(sched, Schedule):
+        raise ArgumentError(f"argument 1, 'sched' to build: expected a Schedule, got {type(sched).__name__}")
+    return Kernel(sched, args, config)

@@ -1,0 +1,50 @@
+"""The default schedule: what an unscheduled stage gets, so that every compute builds and runs.
+
+A root stage is tiled on its last two spatial axes and its last reduce axis, the remaining outer
+spatial loops are fused into one grid axis (`program_id.0`), and reductions loop over tiles of any
+length. A stage placed with compute_at but otherwise untouched gets the same tiles on the axes that
+its place does not fix, run as serial loops.
+"""
+
+from __future__ import annotations
+
+from tilec.schedule.schedule import Stage
+
+
+def _tile_sizes(n_spatial: int, has_reduce: bool) -> list[int]:
+    if n_spatial == 0:
+        return []
+    if n_spatial == 1:
+        return [16] if has_reduce else [1024]
+    return [32, 32] if has_reduce else [16, 64]
+
+
+def default_stage(stage: Stage, fixed=frozenset()) -> Stage:
+    """A fresh stage for `stage.tensor` with the default schedule; axes in `fixed` are left alone."""
+    st = Stage(stage.sched, stage.tensor, quiet=True)
+    t = stage.tensor
+    spatial = [a for a in t.axis if a not in fixed]
+    reduce = list(t.reduce_axis)
+    sizes = _tile_sizes(len(spatial), bool(reduce))
+    tiled = spatial[len(spatial) - len(sizes):]
+    plain = spatial[: len(spatial) - len(sizes)]
+    outers, inners = [], []
+    for axis, f in zip(tiled, sizes):
+        o, i = st.split(axis, f)
+        outers.append(o)
+        inners.append(i)
+    red_outer, red_inner = [], []
+    if reduce:
+        o, i = st.split(reduce[-1], 64 if len(spatial) <= 1 else 32)
+        red_outer, red_inner = [*reduce[:-1], o], [i]
+    fixed_leaves = [a for a in st.leaves if a in fixed]
+    st.reorder(*fixed_leaves, *plain, *outers, *red_outer, *inners, *red_inner)
+    if stage.attach is None:
+        grid = [*plain, *outers]
+        if grid:
+            g = grid[0]
+            for nxt in grid[1:]:
+                g = st.fuse(g, nxt)
+            st.bind(g, "program_id.0")
+    st.warps = stage.warps
+    return st

@@ -1,0 +1,377 @@
+"""`Schedule` and `Stage`: the record of how each stage runs. Primitives validate their arguments,
+record a decision (a split/fuse relation, an order, a place, a binding) and never generate code.
+
+Each stage's loops are derived from its original axes by its relations (split: i -> io*f + ii;
+fuse: (a, b) -> a*ext(b) + b) and its leaf order, which is what `tilec.poly` turns into isl maps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import networkx as nx
+
+from tilec.errors import ArgumentError, IllegalScheduleError
+from tilec.ir.expr import IterVar
+from tilec.ir.tensor import Tensor, stage_graph
+from tilec.schedule.knob import Knob
+
+SCOPES = ("shared", "local")
+GRID = ("program_id.0", "program_id.1", "program_id.2")
+
+
+@dataclass(frozen=True)
+class Split:
+    parent: IterVar
+    outer: IterVar
+    inner: IterVar
+    factor: int | Knob
+
+
+@dataclass(frozen=True)
+class Fuse:
+    outer: IterVar
+    inner: IterVar
+    fused: IterVar
+
+
+def _arg(n: int, name: str, prim: str, expected: str, got) -> ArgumentError:
+    return ArgumentError(f"argument {n}, '{name}' to {prim}: expected {expected}, got {got!r}")
+
+
+def _factor(value, n: int, name: str, prim: str, knobs: dict) -> int | Knob:
+    if isinstance(value, Knob):
+        old = knobs.setdefault(value.knob_name, value)
+        if old is not value and old.choices != value.choices:
+            raise ArgumentError(f"knob {value.knob_name!r} is declared twice with different choices: "
+                                f"{list(old.choices)} and {list(value.choices)}")
+        return old
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise _arg(n, name, prim, "a positive int or a tc.knob", value)
+    return value
+
+
+class Stage:
+    """The schedule of one tensor: `s[C]`. Its primitives follow TVM's names and meaning."""
+
+    def __init__(self, sched: Schedule, tensor: Tensor, kind: str = "compute", *, name=None,
+                 scope=None, readers=(), quiet=False):
+        self.sched, self.tensor, self.kind = sched, tensor, kind
+        self.quiet = quiet  # a stage made by lowering (a default schedule) leaves no trace in the log
+        self.name = name or tensor.name
+        self.scope, self.readers = scope, tuple(readers)
+        self.leaves: list[IterVar] = list(tensor.axis) + list(tensor.reduce_axis) if kind == "compute" else []
+        self.relations: list[Split | Fuse] = []
+        self.attach: tuple[Stage, IterVar] | str | None = None  # None: root; "inline"; or (stage, axis)
+        self.binds: dict[IterVar, int] = {}
+        self.pipelines: dict[IterVar, int | Knob] = {}
+        self.unrolled: set[IterVar] = set()
+        self.warps: int | Knob | None = None
+        self.touched = False  # any decision about its loops: if not, lowering gives it the default
+        self._names = {a.name for a in self.leaves}
+
+    def __repr__(self):
+        return f"Stage({self.name})"
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _log(self, text: str) -> None:
+        if not self.quiet:
+            self.sched.log.append(text)
+
+    def _require_compute(self, prim: str) -> None:
+        if self.kind != "compute":
+            raise ArgumentError(f"{prim}: {self.name} is a cache stage; cache stages are only placed, with "
+                                f"compute_at(stage, axis)")
+
+    def _axis(self, axis, n: int, name: str, prim: str) -> IterVar:
+        if not isinstance(axis, IterVar):
+            raise _arg(n, name, prim, f"an axis of {self.name}", axis)
+        if axis in self.leaves:
+            return axis
+        for rel in self.relations:
+            if isinstance(rel, Split) and rel.parent is axis:
+                raise ArgumentError(f"argument {n}, '{name}' to {prim}: axis {axis.name} of {self.name} was "
+                                    f"split into {rel.outer.name}, {rel.inner.name}; use those")
+            if isinstance(rel, Fuse) and axis in (rel.outer, rel.inner):
+                raise ArgumentError(f"argument {n}, '{name}' to {prim}: axis {axis.name} of {self.name} was "
+                                    f"fused into {rel.fused.name}; use that")
+        have = ", ".join(a.name for a in self.leaves)
+        raise ArgumentError(f"argument {n}, '{name}' to {prim}: {axis.name} is not an axis of {self.name} "
+                            f"(its axes are: {have})")
+
+    def _new_axis(self, name: str, extent, kind: str) -> IterVar:
+        base, n = name, 1
+        while name in self._names:
+            name, n = f"{base}{n}", n + 1
+        self._names.add(name)
+        return IterVar(name, extent, kind)
+
+    # -- loop structure -----------------------------------------------------------------------
+    def split(self, axis: IterVar, factor) -> tuple[IterVar, IterVar]:
+        """Split `axis` into (outer, inner) with inner extent `factor`: i -> (i // f, i % f).
+
+        Example: for i in range(M)  --split(i, 64)-->  for io in range(cdiv(M, 64)): for ii in range(64).
+        The inner axis of a split becomes a tile (a `tl.arange` vector) unless it is unrolled.
+        """
+        self._require_compute("split")
+        axis = self._axis(axis, 1, "axis", "split")
+        factor = _factor(factor, 2, "factor", "split", self.sched.knobs)
+        from tilec.ir.expr import cdiv  # local: keeps the import list of this module about schedules
+        outer = self._new_axis(f"{axis.name}o", cdiv(axis.extent, factor), axis.kind)
+        inner = self._new_axis(f"{axis.name}i", factor, axis.kind)
+        pos = self.leaves.index(axis)
+        self.leaves[pos:pos + 1] = [outer, inner]
+        self.relations.append(Split(axis, outer, inner, factor))
+        self.touched = True
+        self._log(f"{self.name}: split({axis.name}, {factor!r}) -> {outer.name}, {inner.name}")
+        return outer, inner
+
+    def tile(self, x: IterVar, y: IterVar, fx, fy) -> tuple[IterVar, IterVar, IterVar, IterVar]:
+        """Split x and y and order the result (xo, yo, xi, yi), as TVM's tile."""
+        x = self._axis(x, 1, "x", "tile")
+        y = self._axis(y, 2, "y", "tile")
+        if x is y:
+            raise _arg(2, "y", "tile", "an axis other than x", y.name)
+        xo, xi = self.split(x, fx)
+        yo, yi = self.split(y, fy)
+        self.reorder(xo, yo, xi, yi)
+        return xo, yo, xi, yi
+
+    def reorder(self, *axes: IterVar) -> None:
+        """Put the given axes in this order, in the positions they occupy now (TVM semantics)."""
+        self._require_compute("reorder")
+        if len(axes) == 1 and isinstance(axes[0], (list, tuple)):
+            axes = tuple(axes[0])
+        checked = [self._axis(a, n + 1, f"axis{n + 1}", "reorder") for n, a in enumerate(axes)]
+        if len(set(checked)) != len(checked):
+            raise ArgumentError(f"reorder: an axis is named twice in ({', '.join(a.name for a in checked)})")
+        slots = sorted(self.leaves.index(a) for a in checked)
+        for pos, a in zip(slots, checked):
+            self.leaves[pos] = a
+        self.touched = True
+        self._log(f"{self.name}: reorder({', '.join(a.name for a in checked)})")
+
+    def fuse(self, outer: IterVar, inner: IterVar) -> IterVar:
+        """Fuse two adjacent axes into one: (a, b) -> a * extent(b) + b. Used for a 1-D grid."""
+        self._require_compute("fuse")
+        outer = self._axis(outer, 1, "outer", "fuse")
+        inner = self._axis(inner, 2, "inner", "fuse")
+        pos = self.leaves.index(outer)
+        if pos + 1 >= len(self.leaves) or self.leaves[pos + 1] is not inner:
+            order = ", ".join(a.name for a in self.leaves)
+            raise ArgumentError(f"fuse: {outer.name} and {inner.name} must be adjacent, outer first; the "
+                                f"order of {self.name} is ({order}); reorder them first")
+        if outer.kind != inner.kind:
+            raise ArgumentError(f"fuse: {outer.name} is a {outer.kind} axis and {inner.name} a {inner.kind} "
+                                f"axis; only axes of one kind can be fused")
+        from tilec.ir.expr import mul
+        fused = self._new_axis(f"{outer.name}_{inner.name}", mul(outer.extent, inner.extent), outer.kind)
+        self.leaves[pos:pos + 2] = [fused]
+        self.relations.append(Fuse(outer, inner, fused))
+        self.touched = True
+        self._log(f"{self.name}: fuse({outer.name}, {inner.name}) -> {fused.name}")
+        return fused
+
+    # -- placement ----------------------------------------------------------------------------
+    def compute_at(self, stage: Stage, axis: IterVar) -> Stage:
+        """Compute this stage inside `stage`'s loop `axis`.
+
+        A producer placed in a consumer's loop computes, per iteration, the region that iteration
+        needs (a prologue; for cache stages, a tile load there). A consumer placed in its producer's
+        loop computes what that iteration finished (an epilogue: `s[Y].compute_at(s[C], jo)`).
+        """
+        if not isinstance(stage, Stage):
+            raise _arg(1, "stage", "compute_at", "a stage, e.g. s[C]", stage)
+        if stage is self:
+            raise ArgumentError(f"compute_at: {self.name} cannot be computed at its own loop")
+        if stage.kind != "compute":
+            raise _arg(1, "stage", "compute_at", "a compute stage (not a cache stage)", stage.name)
+        axis = stage._axis(axis, 2, "axis", "compute_at")
+        if self.kind == "compute" and self.sched.graph is not None:
+            rel = self.sched.related(self, stage)
+            if rel is None:
+                raise ArgumentError(f"compute_at: {self.name} neither reads nor is read by {stage.name}; a "
+                                    f"stage can only be computed inside a producer or consumer of it")
+        if self.kind == "cache_read" and stage.tensor not in [r.tensor for r in self.readers]:
+            readers = ", ".join(r.name for r in self.readers)
+            raise ArgumentError(f"compute_at: {self.name} caches {self.tensor.name} for {readers}; place it "
+                                f"in a loop of a reader, not of {stage.name}")
+        if self.kind == "cache_write" and stage.tensor is not self.tensor:
+            raise ArgumentError(f"compute_at: {self.name} accumulates {self.tensor.name}; place it in a loop "
+                                f"of {self.tensor.name}, not of {stage.name}")
+        old = self.attach
+        self.attach = (stage, axis)
+        from tilec.poly.legality import check_attach
+        try:
+            check_attach(self, "compute_at")
+        except IllegalScheduleError:
+            self.attach = old
+            raise
+        self._log(f"{self.name}: compute_at({stage.name}, {axis.name})")
+        return self
+
+    def compute_inline(self) -> Stage:
+        """Substitute this stage's expression into its readers; it gets no loops and no buffer."""
+        self._require_compute("compute_inline")
+        if self.tensor.is_reduction:
+            raise ArgumentError(f"compute_inline: {self.name} is a reduction over "
+                                f"{', '.join(a.name for a in self.tensor.reduce_axis)}; only elementwise "
+                                f"stages can be inlined. Use compute_at to fuse it instead")
+        if self.tensor in self.sched.outputs:
+            raise ArgumentError(f"compute_inline: {self.name} is an output of the schedule and must be stored")
+        self.attach = "inline"
+        self._log(f"{self.name}: compute_inline()")
+        return self
+
+    def compute_root(self) -> Stage:
+        """Compute this stage in a kernel of its own (the default for every stage)."""
+        self._require_compute("compute_root")
+        self.attach = None
+        self._log(f"{self.name}: compute_root()")
+        return self
+
+    # -- how loops run ------------------------------------------------------------------------
+    def bind(self, axis: IterVar, thread: str) -> None:
+        """Run the iterations of `axis` as Triton programs: `bind(io, "program_id.0")`."""
+        self._require_compute("bind")
+        axis = self._axis(axis, 1, "axis", "bind")
+        if thread not in GRID:
+            raise _arg(2, "thread", "bind", f"one of {', '.join(map(repr, GRID))}", thread)
+        dim = GRID.index(thread)
+        for other, d in self.binds.items():
+            if d == dim and other is not axis:
+                raise ArgumentError(f"bind: {thread} is already bound to {other.name} of {self.name}; "
+                                    f"fuse the axes to put both on one grid dimension")
+        if axis.kind == "reduce":
+            raise IllegalScheduleError(
+                f"bind({self.name}.{axis.name}, {thread!r}): {axis.name} runs the reduction over "
+                f"{', '.join(a.name for a in self.tensor.reduce_axis)}; programs run in parallel, so each "
+                f"would update the same {self.name} elements at once. Bind a spatial axis instead "
+                f"({', '.join(a.name for a in self.leaves if a.kind == 'spatial')})",
+                primitive="bind", stage=self.name, reason="parallel",
+                counterexample={axis.name: (0, 1)})
+        self.binds[axis] = dim
+        self.touched = True
+        self._log(f"{self.name}: bind({axis.name}, {thread!r})")
+
+    def pipeline(self, axis: IterVar, stages) -> None:
+        """Software-pipeline the serial loop `axis` with `stages` buffers (tl.range num_stages)."""
+        self._require_compute("pipeline")
+        axis = self._axis(axis, 1, "axis", "pipeline")
+        self.pipelines[axis] = _factor(stages, 2, "stages", "pipeline", self.sched.knobs)
+        self._log(f"{self.name}: pipeline({axis.name}, stages={self.pipelines[axis]!r})")
+
+    def num_warps(self, n) -> None:
+        """Launch this stage's kernel with `n` warps per program (a power of two, 1..32)."""
+        self._require_compute("num_warps")
+        n = _factor(n, 1, "n", "num_warps", self.sched.knobs)
+        choices = n.choices if isinstance(n, Knob) else (n,)
+        if any(c not in (1, 2, 4, 8, 16, 32) for c in choices):
+            raise _arg(1, "n", "num_warps", "a power of two from 1 to 32", n if isinstance(n, int) else list(choices))
+        self.warps = n
+        self._log(f"{self.name}: num_warps({n!r})")
+
+    def unroll(self, axis: IterVar) -> None:
+        """Unroll the loop `axis` (its extent must be a constant): tl.static_range."""
+        self._require_compute("unroll")
+        axis = self._axis(axis, 1, "axis", "unroll")
+        self.unrolled.add(axis)
+        self.touched = True
+        self._log(f"{self.name}: unroll({axis.name})")
+
+
+class Schedule:
+    """All stages of a computation: `s = tc.create_schedule(Y)`; `s[C]` is C's stage."""
+
+    def __init__(self, outputs: Sequence[Tensor]):
+        self.outputs = list(outputs)
+        self.graph: nx.DiGraph = stage_graph(self.outputs)
+        self.knobs: dict[str, Knob] = {}
+        self.log: list[str] = []
+        order = list(nx.topological_sort(self.graph))
+        self.tensors: dict[str, Tensor] = {n: self.graph.nodes[n]["tensor"] for n in order}
+        self.stages: dict[str, Stage] = {
+            n: Stage(self, t) for n, t in self.tensors.items() if not t.is_placeholder}
+        self.caches: list[Stage] = []
+
+    def __getitem__(self, tensor) -> Stage:
+        name = tensor.name if isinstance(tensor, Tensor) else tensor
+        if isinstance(tensor, Tensor) and self.tensors.get(name) is not tensor:
+            raise ArgumentError(f"{name} is not part of this schedule (its stages: {', '.join(self.stages)})")
+        if name in self.stages:
+            return self.stages[name]
+        if name in self.tensors:
+            raise ArgumentError(f"{name} is an input (placeholder) and has no loops to schedule; use "
+                                f"s.cache_read({name}, 'shared', readers=[...]) to stage its tiles")
+        raise ArgumentError(f"{name!r} is not a stage of this schedule (its stages: {', '.join(self.stages)})")
+
+    @property
+    def placeholders(self) -> list[Tensor]:
+        return [t for t in self.tensors.values() if t.is_placeholder]
+
+    def related(self, a: Stage, b: Stage) -> str | None:
+        """'producer' if a's tensor is read by b, 'consumer' if a reads b, else None."""
+        if self.graph.has_edge(a.tensor.name, b.tensor.name):
+            return "producer"
+        if self.graph.has_edge(b.tensor.name, a.tensor.name):
+            return "consumer"
+        return None
+
+    def cache_read(self, tensor: Tensor, scope: str, readers: Sequence) -> Stage:
+        """Stage the tiles of `tensor` that `readers` read; place it with `.compute_at(reader, axis)`."""
+        if not isinstance(tensor, Tensor) or self.tensors.get(tensor.name) is not tensor:
+            raise _arg(1, "tensor", "cache_read", "a tensor of this schedule", tensor)
+        if scope not in SCOPES:
+            raise _arg(2, "scope", "cache_read", "'shared' or 'local'", scope)
+        if isinstance(readers, (Tensor, Stage)):
+            readers = [readers]
+        if not readers:
+            raise _arg(3, "readers", "cache_read", f"a list of stages that read {tensor.name}", readers)
+        stages = []
+        for r in readers:
+            st = r if isinstance(r, Stage) else self[r]
+            if st.kind != "compute" or tensor not in st.tensor.inputs:
+                raise ArgumentError(f"argument 3, 'readers' to cache_read: {st.name} does not read {tensor.name}")
+            stages.append(st)
+        name = f"{tensor.name}_{scope}"
+        while any(c.name == name for c in self.caches):
+            name += "_"
+        stage = Stage(self, tensor, "cache_read", name=name, scope=scope, readers=stages)
+        self.caches.append(stage)
+        self.log.append(f"cache_read({tensor.name}, {scope!r}, readers=[{', '.join(s.name for s in stages)}])"
+                        f" -> {name}")
+        return stage
+
+    def cache_write(self, tensor: Tensor, scope: str) -> Stage:
+        """Accumulate `tensor` in a buffer (registers for 'local') written to memory once at its end."""
+        st = self[tensor] if isinstance(tensor, Tensor) else None
+        if st is None:
+            raise _arg(1, "tensor", "cache_write", "a computed tensor of this schedule", tensor)
+        if scope != "local":
+            from tilec.errors import LoweringError
+            raise LoweringError(f"cache_write({tensor.name}, {scope!r}): Triton keeps accumulators in "
+                                f"registers; use scope 'local'")
+        if any(c.kind == "cache_write" and c.tensor is tensor for c in self.caches):
+            raise ArgumentError(f"cache_write: {tensor.name} already has a cache_write stage")
+        stage = Stage(self, tensor, "cache_write", name=f"{tensor.name}_local", scope=scope)
+        self.caches.append(stage)
+        self.log.append(f"cache_write({tensor.name}, 'local') -> {stage.name}")
+        return stage
+
+    def fingerprint(self) -> str:
+        """A stable text of the computation and every decision: the key of compiled-kernel caches."""
+        parts = [f"{t!r}={t.body!r}" for t in self.tensors.values()]
+        return "\n".join(parts + self.log)
+
+
+def create_schedule(outputs) -> Schedule:
+    """A schedule for `outputs` (a tensor or a list): every stage starts as its own kernel."""
+    outs = [outputs] if isinstance(outputs, Tensor) else list(outputs) if isinstance(outputs, (list, tuple)) else None
+    if not outs or not all(isinstance(t, Tensor) for t in outs):
+        raise _arg(1, "outputs", "create_schedule", "a computed tensor or a list of them", outputs)
+    for t in outs:
+        if t.is_placeholder:
+            raise ArgumentError(f"create_schedule: {t.name} is a placeholder (an input); pass the computed "
+                                f"output(s)")
+    return Schedule(outs)
