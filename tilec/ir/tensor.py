@@ -18,8 +18,12 @@ from tilec.ir.names import check_name
 class Tensor:
     """An input (`placeholder`) or a computed stage (`compute`). Index it to read: `A[i, k]`."""
 
+    _created = 0  # creation order: makes every ordering of stages (and generated code) stable
+
     def __init__(self, name: str, shape: tuple[Expr, ...], dtype: str, *, axis=(), body=None):
         self.name, self.shape, self.dtype = name, shape, dtype
+        Tensor._created += 1
+        self.seq = Tensor._created
         self.axis: tuple[IterVar, ...] = tuple(axis)
         self.body: Expr | None = body
 

@@ -70,8 +70,15 @@ def _paren(code: str) -> str:
     """`code` wrapped in parentheses unless it is a name, a number or an indexed name."""
     import re
 
-    if re.fullmatch(r"[\w.]+(\[[:, None]*\])?", code):
+    if re.fullmatch(r"[\w.]+(\[[:, None]*\])?", code) or re.fullmatch(r"\d+\.?\d*(e-?\d+)?", code):
         return code
+    m = re.match(r"[\w.]+\(", code)
+    if m and code.endswith(")"):  # a call: atomic if its opening parenthesis closes at the end
+        depth = 0
+        for n, ch in enumerate(code[m.end() - 1:], start=m.end() - 1):
+            depth += {"(": 1, ")": -1}.get(ch, 0)
+            if depth == 0:
+                return code if n == len(code) - 1 else f"({code})"
     return f"({code})"
 
 
@@ -288,6 +295,8 @@ class KernelBuilder:
             return self.widen(self.load(e, st, loads))
         if isinstance(e, Cast):
             v = self.emit(e.a, st, loads)
+            if v.dtype == e.dtype:
+                return v
             tn = dtypes.triton_name(e.dtype)
             if dtypes.is_float(e.dtype) and dtypes.compute_dtype(e.dtype) != e.dtype:
                 c = dtypes.triton_name(dtypes.compute_dtype(e.dtype))
@@ -744,7 +753,16 @@ class KernelBuilder:
         warps = lay.stage.warps if lay.stage.warps is not None else self.root.warps
         warps = factor_value(warps, self.config) if warps is not None else 4
         kinds = {"tensor": 0, "size": 1, "stride": 2, "constexpr": 3}
-        params = sorted(self.params.values(), key=lambda p: kinds[p.kind])
+        size_order = list(dict.fromkeys(n.name for t in self.p.sched.tensors.values() for e in t.shape
+                                        for n in walk(e) if isinstance(n, SizeVar)))
+        tensor_order = list(self.p.sched.tensors)
+
+        def rank(p: Param):
+            if p.kind == "size" and p.name in size_order:
+                return size_order.index(p.name)
+            return tensor_order.index(p.tensor) if p.tensor in tensor_order else 0
+
+        params = sorted(self.params.values(), key=lambda p: (kinds[p.kind], rank(p)))
         header = [f"tilec kernel for stage {self.root.name}; computes {', '.join(self.stages)}",
                   f"config: {', '.join(f'{k}={v}' for k, v in sorted(self.config.items())) or 'none (no knobs)'}",
                   "schedule:"] + [f"  {line}" for line in self.p.sched.log or ["(default schedule)"]]

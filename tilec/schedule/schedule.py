@@ -289,7 +289,8 @@ class Schedule:
         self.graph: nx.DiGraph = stage_graph(self.outputs)
         self.knobs: dict[str, Knob] = {}
         self.log: list[str] = []
-        order = list(nx.topological_sort(self.graph))
+        order = list(nx.lexicographical_topological_sort(
+            self.graph, key=lambda n: self.graph.nodes[n]["tensor"].seq))
         self.tensors: dict[str, Tensor] = {n: self.graph.nodes[n]["tensor"] for n in order}
         self.stages: dict[str, Stage] = {
             n: Stage(self, t) for n, t in self.tensors.items() if not t.is_placeholder}
