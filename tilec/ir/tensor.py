@@ -96,7 +96,8 @@ def compute(shape: Sequence, fcompute: Callable, name: str, dtype=None) -> Tenso
     shape = _shape(shape, f"compute {name!r}")
     if not callable(fcompute):
         raise ArgumentError(f"compute {name!r}: expected a function of the axes, got {fcompute!r}")
-    params = list(inspect.signature(fcompute).parameters)
+    params = [p.name for p in inspect.signature(fcompute).parameters.values()
+              if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     if len(params) != len(shape):
         raise ArgumentError(f"compute {name!r}: the shape has {len(shape)} dimensions but the function "
                             f"takes {len(params)} arguments ({', '.join(params)})")

@@ -36,6 +36,7 @@ from tilec.ir.expr import (
     substitute,
     walk,
 )
+from tilec.lower import targets
 from tilec.lower.nest import Comment, For, KernelIR, Param, Stmt
 from tilec.schedule.defaults import default_stage
 from tilec.schedule.knob import Knob, factor_value
@@ -44,7 +45,7 @@ from tilec.schedule.schedule import Fuse, Split, Stage
 _IDENTITY = {"sum": "0", "max": 'float("-inf")', "min": 'float("inf")'}
 _IDENTITY_INT = {"sum": "0", "max": "-2147483648", "min": "2147483647"}
 _MATH = {"exp": "tl.exp", "log": "tl.log", "sqrt": "tl.sqrt", "rsqrt": "tl.rsqrt", "abs": "tl.abs",
-         "sigmoid": "tl.sigmoid", "tanh": "libdevice.tanh"}
+         "sigmoid": "tl.sigmoid"}
 
 
 @dataclass
@@ -141,7 +142,7 @@ class Layout:
         seen_reduce = None
         for a in self.loops:
             if a.kind == "reduce":
-                seen_reduce = seen_reduce or a
+                seen_reduce = a if seen_reduce is None else seen_reduce
             elif seen_reduce is not None:
                 raise LoweringError(
                     f"{stage.name}: spatial loop {a.name} runs inside reduction loop {seen_reduce.name}; the "
@@ -188,6 +189,8 @@ class KernelBuilder:
         self.stores: list[str] = []
         self.stmts: list | None = None
         self.layouts: dict[str, Layout] = {}
+        self.inlined: set[str] = set()
+        self.caches_here: set[str] = set()
 
     # -- names and parameters -------------------------------------------------------------------
     def fresh(self, name: str) -> str:
@@ -231,9 +234,11 @@ class KernelBuilder:
 
     @staticmethod
     def text(e: Expr) -> str:
-        """A size expression for people: cdiv(M, BM)."""
+        """A size expression for people: cdiv(M, BM) * cdiv(N, BN)."""
         if isinstance(e, Binary) and e.op == "cdiv":
             return f"cdiv({KernelBuilder.text(e.a)}, {KernelBuilder.text(e.b)})"
+        if isinstance(e, Binary):
+            return f"{KernelBuilder.text(e.a)} {e.op} {KernelBuilder.text(e.b)}"
         return repr(e)
 
     # -- broadcasting values --------------------------------------------------------------------
@@ -314,7 +319,10 @@ class KernelBuilder:
                     v = Val(self.emit_stmt("x", v.code), v.dims, v.dtype)
                 return Val(f"{v.code} * tl.sigmoid({v.code})", v.dims, v.dtype)
             if e.fn == "tanh":
-                self.p.uses_libdevice = True
+                if not v.code.isidentifier():
+                    v = Val(self.emit_stmt("x", v.code), v.dims, v.dtype)
+                self.p.uses_libdevice |= self.p.target == "cuda"
+                return Val(targets.tanh(v.code, self.p.target, self.emit_stmt), v.dims, v.dtype)
             return Val(f"{_MATH[e.fn]}({v.code})", v.dims, v.dtype)
         if isinstance(e, Where):
             c, a, b = (self.emit(x, st, loads) for x in (e.cond, e.a, e.b))
@@ -349,6 +357,7 @@ class KernelBuilder:
         st = self.p.sched.stages.get(ld.tensor.name)
         if st is None or st.attach != "inline":
             return None
+        self.inlined.add(st.name)
         mapping = dict(zip(ld.tensor.axis, ld.indices))
         body = substitute(ld.tensor.body, lambda n: mapping.get(n) if isinstance(n, IterVar) else None)
         return Cast(body, ld.tensor.dtype)
@@ -541,6 +550,7 @@ class KernelBuilder:
                 for c in cs:
                     self.emit_cache(c, x, level, out)
                     self.p.emitted.add(c.name)
+                    self.caches_here.add(c.name)
         for (name, axis), others in self.p.attached.items():
             if name != x.name or lay.resolve(axis) not in here:
                 continue
@@ -659,8 +669,9 @@ class KernelBuilder:
                        "min": f"tl.minimum({name}, {{}})"}[red.op]
             part = Val(body, sdims, acc_dtype)
             out.append(Stmt(f"{name} = {combine.format(self.expand(part, sdims, full=True))}",
-                            f"{name}[{', '.join(sdims)}] {'+=' if red.op == 'sum' else '= ' + red.op + '(' + name + ', '}"
-                            f" {red.body!r}{')' if red.op != 'sum' else ''}  over tile [{', '.join(rdims)}]"))
+                            f"{name}[{', '.join(sdims)}] " + (f"+= {red.body!r}" if red.op == "sum" else
+                                                               f"= {red.op}({name}, {red.body!r})")
+                            + f"  over tile [{', '.join(rdims)}]"))
         self.stmts = saved
 
     def try_dot(self, x, red, sdims, rdims, acc, out) -> bool:
@@ -694,9 +705,7 @@ class KernelBuilder:
             return Val(self.expand(v, order), order, v.dtype)
 
         a, b = operand(lhs, (m, k)), operand(rhs, (k, n))
-        native = a.dtype == b.dtype and a.dtype in ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
-        if native and a.dtype == "bfloat16" and self.p.target == "interpreter":
-            native = False  # Triton's interpreter gets bf16 tl.dot wrong: widen (see runtime/triton_compat.py)
+        native = targets.native_dot(a.dtype, b.dtype, self.p.target)
         extra = ""
         if not native:
             a, b = self.widen(a), self.widen(b)
@@ -763,11 +772,14 @@ class KernelBuilder:
             return tensor_order.index(p.tensor) if p.tensor in tensor_order else 0
 
         params = sorted(self.params.values(), key=lambda p: (kinds[p.kind], rank(p)))
+        mine = set(self.stages) | self.inlined | self.caches_here | {f"{n}_local" for n in self.stages}
+        log = [line for line in self.p.sched.log
+               if line.split(":")[0] in mine or line.rsplit("-> ", 1)[-1] in mine]
         header = [f"tilec kernel for stage {self.root.name}; computes {', '.join(self.stages)}",
                   f"config: {', '.join(f'{k}={v}' for k, v in sorted(self.config.items())) or 'none (no knobs)'}",
-                  "schedule:"] + [f"  {line}" for line in self.p.sched.log or ["(default schedule)"]]
-        if not self.root.touched:
-            header.append(f"  {self.root.name}: default schedule (tiles on the last axes, one grid axis)")
+                  "schedule:"] + [f"  {line}" for line in log]
+        header += [f"  {n}: default schedule (tiles on its last axes)" for n in self.stages
+                   if not self.p.sched.stages[n].touched and self.layouts[n].leaves]
         return KernelIR(
             name=f"{self.root.name}_kernel", root=self.root.name, stages=self.stages, params=params,
             grid=grid, grid_text=[self.text(g) for g in grid], body=body, header=header, num_warps=warps,

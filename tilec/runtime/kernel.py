@@ -60,8 +60,9 @@ class Kernel:
         if len(set(names)) != len(names):
             raise ArgumentError(f"build: a tensor is listed twice in args: {names}")
         for a in args:
-            if sched.tensors.get(a.name) is not a:
-                raise ArgumentError(f"build: {a.name} is not part of this schedule")
+            if sched.tensors.get(a.name) is not a and not a.is_placeholder:
+                raise ArgumentError(f"build: {a.name} is not computed by this schedule (its stages: "
+                                    f"{', '.join(sched.stages)})")
         self.inputs = [a for a in args if a.is_placeholder]
         self.outputs = [a for a in args if not a.is_placeholder]
         missing = [t.name for t in sched.placeholders if t not in self.inputs]

@@ -2,11 +2,9 @@
 
 - With no CUDA device, kernels run through Triton's CPU interpreter; `TRITON_INTERPRET=1` must be set
   before `triton` is first imported, so this module sets it and imports Triton lazily.
-- The interpreter computes `tl.dot` on bfloat16 operands wrongly (Triton 3.6 and 3.9), so the
-  lowering widens bf16 dot operands to float32 for the "interpreter" target (`builder.try_dot`);
-  golden tests check the "cuda" form of the source as text.
-- The interpreter also rounds float32 -> bfloat16 toward zero and float32 -> float8 wrongly near
-  powers of two: CPU tests allow one ulp for those types.
+- What the emitted source does differently for the interpreter (bf16 tl.dot, tanh) lives in
+  `tilec/lower/targets.py`. The interpreter also rounds float32 -> bfloat16 toward zero and
+  float32 -> float8 wrongly near powers of two: CPU tests allow for that in those types.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import networkx as nx
 
 from tilec.errors import ArgumentError, IllegalScheduleError
-from tilec.ir.expr import IterVar
+from tilec.ir.expr import Const, IterVar
 from tilec.ir.tensor import Tensor, stage_graph
 from tilec.schedule.knob import Knob
 
@@ -119,7 +119,8 @@ class Stage:
         factor = _factor(factor, 2, "factor", "split", self.sched.knobs)
         from tilec.ir.expr import cdiv  # local: keeps the import list of this module about schedules
         outer = self._new_axis(f"{axis.name}o", cdiv(axis.extent, factor), axis.kind)
-        inner = self._new_axis(f"{axis.name}i", factor, axis.kind)
+        inner = self._new_axis(f"{axis.name}i", factor if isinstance(factor, Knob) else Const(factor, "int32"),
+                               axis.kind)
         pos = self.leaves.index(axis)
         self.leaves[pos:pos + 1] = [outer, inner]
         self.relations.append(Split(axis, outer, inner, factor))

@@ -1,0 +1,246 @@
+"""The compute language end to end: each construct built with the default schedule (or a small one)
+and compared with PyTorch on fresh random inputs, at sizes that do not divide the tiles."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tilec as tc
+
+
+def _rel(out, ref):
+    out, ref = out.double(), ref.double()
+    return ((out - ref).norm() / ref.norm().clamp_min(1e-30)).item()
+
+
+def _run(outs, args, inputs, config=None):
+    s = tc.create_schedule(outs)
+    return tc.build(s, args, config=config)(*inputs)
+
+
+M, N, K = tc.size_vars("M N K")
+
+
+@pytest.mark.parametrize("shape", [(37, 50), (1, 1), (64, 64), (3, 300)])
+def test_elementwise_math_calls(shape):
+    X = tc.placeholder((M, N), "float32", name="X")
+    Y = tc.placeholder((M, N), "float32", name="Y")
+    fns = {
+        "exp": (lambda x, y: tc.exp(x) - y, lambda x, y: torch.exp(x) - y),
+        "log": (lambda x, y: tc.log(tc.abs(x) + 1.0), lambda x, y: torch.log(x.abs() + 1)),
+        "sqrt": (lambda x, y: tc.sqrt(tc.abs(x)) * y, lambda x, y: x.abs().sqrt() * y),
+        "rsqrt": (lambda x, y: tc.rsqrt(tc.abs(x) + 0.5), lambda x, y: torch.rsqrt(x.abs() + 0.5)),
+        "sigmoid": (lambda x, y: tc.sigmoid(x), lambda x, y: torch.sigmoid(x)),
+        "silu": (lambda x, y: tc.silu(x + y), lambda x, y: torch.nn.functional.silu(x + y)),
+        "tanh": (lambda x, y: tc.tanh(x) / (y * y + 1.0), lambda x, y: torch.tanh(x) / (y * y + 1)),
+        "maxmin": (lambda x, y: tc.maximum(x, y) - tc.minimum(x, 0.5), lambda x, y: torch.maximum(x, y) - x.clamp(max=0.5)),
+        "where": (lambda x, y: tc.where(x > y, x * 2.0, -y), lambda x, y: torch.where(x > y, x * 2, -y)),
+        "neg_mod": (lambda x, y: -(x - y) * 3 + 1, lambda x, y: -(x - y) * 3 + 1),
+    }
+    x, y = torch.randn(shape), torch.randn(shape)
+    for name, (f, ref) in fns.items():
+        Z = tc.compute((M, N), lambda i, j, f=f: f(X[i, j], Y[i, j]), name=f"Z_{name}")
+        out = _run(Z, [X, Y, Z], [x, y])
+        assert _rel(out, ref(x, y)) < 1e-5, name
+
+
+def test_comparisons_and_bool_logic():
+    X = tc.placeholder((M,), "float32", name="X")
+    Z = tc.compute((M,), lambda i: tc.where((X[i] > 0.0) & (X[i] < 1.0) | X[i].eq(-1.0), 1.0, 0.0), name="Z")
+    x = torch.randn(1000)
+    x[:10] = -1.0
+    ref = (((x > 0) & (x < 1)) | (x == -1)).float()
+    assert torch.equal(_run(Z, [X, Z], [x]), ref)
+
+
+def test_broadcast_by_index_and_transpose():
+    X = tc.placeholder((M, N), "float32", name="X")
+    rb = tc.placeholder((M,), "float32", name="rb")
+    cb = tc.placeholder((N,), "float32", name="cb")
+    Z = tc.compute((N, M), lambda c, r: X[r, c] * rb[r] + cb[c], name="Z")
+    x, r, c = torch.randn(45, 70), torch.randn(45), torch.randn(70)
+    out = _run(Z, [X, rb, cb, Z], [x, r, c])
+    assert _rel(out, (x * r[:, None] + c[None, :]).t()) < 1e-6
+
+
+def test_index_arithmetic_reads_shifted_elements():
+    """A stencil-style read (i + 1) is masked at the tensor's bounds."""
+    X = tc.placeholder((N,), "float32", name="X")
+    Z = tc.compute((N,), lambda i: X[i] + tc.where(i < N - 1, X[i + 1], 0.0), name="Z")
+    x = torch.randn(1500)
+    ref = x + torch.cat([x[1:], torch.zeros(1)])
+    assert _rel(_run(Z, [X, Z], [x]), ref) < 1e-6
+
+
+def test_several_reduce_axes():
+    X = tc.placeholder((M, N, K), "float32", name="X")
+    a = tc.reduce_axis(N, name="a")
+    b = tc.reduce_axis(K, name="b")
+    S = tc.compute((M,), lambda m: tc.sum(X[m, a, b] * 2.0, axis=[a, b]), name="S")
+    x = torch.randn(5, 7, 90)
+    assert _rel(_run(S, [X, S], [x]), 2 * x.sum((1, 2))) < 1e-5
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_max_min_reductions_of_negative_values(op):
+    """Masked lanes must not win: every value negative (max) / positive (min), size not dividing."""
+    X = tc.placeholder((M, N), "float32", name="X")
+    c = tc.reduce_axis(N, name="c")
+    R = tc.compute((M,), lambda r: getattr(tc, op)(X[r, c], axis=c), name="R")
+    x = torch.rand(33, 77) + 0.5
+    x = -x if op == "max" else x
+    ref = x.max(1).values if op == "max" else x.min(1).values
+    assert torch.equal(_run(R, [X, R], [x]), ref)
+
+
+def test_integer_compute_and_sum():
+    X = tc.placeholder((M, N), "int32", name="X")
+    c = tc.reduce_axis(N, name="c")
+    S = tc.compute((M,), lambda r: tc.sum(X[r, c] * 3 + 1, axis=c), name="S")
+    x = torch.randint(-100, 100, (9, 70), dtype=torch.int32)
+    out = _run(S, [X, S], [x])
+    assert out.dtype == torch.int32 and torch.equal(out, (x * 3 + 1).sum(1, dtype=torch.int32))
+
+
+def test_division_of_integers_is_true_division():
+    X = tc.placeholder((M,), "int32", name="X")
+    Z = tc.compute((M,), lambda i: X[i] / 4, name="Z")
+    x = torch.randint(-50, 50, (100,), dtype=torch.int32)
+    out = _run(Z, [X, Z], [x])
+    assert out.dtype == torch.float32 and torch.equal(out, x / 4)
+
+
+def test_astype_rounds_inside_an_expression():
+    """x.astype('float16') is a rounding point even inside a float32 expression."""
+    X = tc.placeholder((M,), "float32", name="X")
+    Z = tc.compute((M,), lambda i: X[i].astype("float16") - X[i], name="Z")
+    x = torch.randn(500)
+    out = _run(Z, [X, Z], [x])
+    assert torch.equal(out, x.half().float() - x) and out.abs().max() > 0
+
+
+def test_dtype_defaults_follow_torch_promotion():
+    X = tc.placeholder((M,), "bfloat16", name="X")
+    F = tc.placeholder((M,), "float32", name="F")
+    assert tc.compute((M,), lambda i: X[i] * 2.0, name="a").dtype == "bfloat16"
+    assert tc.compute((M,), lambda i: tc.silu(X[i]), name="b").dtype == "bfloat16"
+    assert tc.compute((M,), lambda i: X[i] + F[i], name="c").dtype == "float32"
+    k = tc.reduce_axis(M, name="k")
+    assert tc.compute((1,), lambda z: tc.sum(X[k], axis=k), name="d").dtype == "float32"
+
+
+def test_multiple_outputs_in_one_kernel():
+    X = tc.placeholder((M, N), "float32", name="X")
+    S = tc.compute((M, N), lambda i, j: tc.sigmoid(X[i, j]), name="S")
+    T = tc.compute((M, N), lambda i, j: S[i, j] * X[i, j], name="T")
+    s = tc.create_schedule([S, T])
+    i, j = T.axis
+    io, jo, ii, ji = s[T].tile(i, j, 16, 32)
+    s[T].bind(s[T].fuse(io, jo), "program_id.0")
+    si, sj = S.axis
+    s[S].compute_at(s[T], s[T].leaves[0])
+    k = tc.build(s, [X, S, T])
+    x = torch.randn(40, 50)
+    out_s, out_t = k(x)
+    assert torch.allclose(out_s, torch.sigmoid(x)) and torch.allclose(out_t, torch.sigmoid(x) * x)
+    assert len(k.program.kernels) == 1
+
+
+def test_intermediate_buffer_between_kernels():
+    X = tc.placeholder((M, N), "float32", name="X")
+    c = tc.reduce_axis(N, name="c")
+    mx = tc.compute((M,), lambda r: tc.max(X[r, c], axis=c), name="mx")
+    Y = tc.compute((M, N), lambda r, col: X[r, col] - mx[r], name="Y")
+    k = tc.build(tc.create_schedule(Y), [X, Y])
+    assert [kk.name for kk in k.program.kernels] == ["mx_kernel", "Y_kernel"] and k.program.buffers == ["mx"]
+    x = torch.randn(20, 130)
+    assert torch.allclose(k(x), x - x.max(1, keepdim=True).values)
+
+
+def test_fused_equals_unfused_bit_for_bit():
+    """A stage's dtype stays a rounding point through fusion: GEMM(bf16-rounded)+SiLU fused into one
+    kernel gives exactly the bits of the two separate kernels."""
+    A = tc.placeholder((M, K), "float16", name="A")
+    W = tc.placeholder((K, N), "float16", name="W")
+
+    def make(fused):
+        k = tc.reduce_axis(K, name="k")
+        C = tc.compute((M, N), lambda i, j: tc.sum(A[i, k] * W[k, j], axis=k), name="C", dtype="bfloat16")
+        Y = tc.compute((M, N), lambda i, j: tc.silu(C[i, j]), name="Y")
+        s = tc.create_schedule(Y)
+        i, j = C.axis
+        io, jo, ii, ji = s[C].tile(i, j, 32, 32)
+        ko, ki = s[C].split(k, 16)
+        s[C].reorder(io, jo, ko, ii, ji, ki)
+        s[C].bind(io, "program_id.0")
+        s[C].bind(jo, "program_id.1")
+        if fused:
+            s[Y].compute_at(s[C], jo)
+        return tc.build(s, [A, W, Y])
+
+    a, w = torch.randn(50, 40).half(), torch.randn(40, 70).half()
+    fused, unfused = make(True), make(False)
+    assert len(fused.program.kernels) == 1 and len(unfused.program.kernels) == 2
+    assert torch.equal(fused(a, w), unfused(a, w))
+
+
+def test_default_schedule_3d_and_scalar_output():
+    B = tc.size_vars("B")[0]
+    X = tc.placeholder((B, M, N), "float32", name="X")
+    Z = tc.compute((B, M, N), lambda b, i, j: X[b, i, j] * 2.0, name="Z")
+    x = torch.randn(3, 5, 70)
+    assert torch.equal(_run(Z, [X, Z], [x]), x * 2)
+    r = tc.reduce_axis(N, name="r")
+    V = tc.placeholder((N,), "float32", name="V")
+    S = tc.compute((1,), lambda z: tc.sum(V[r], axis=r), name="S")
+    v = torch.randn(3000)
+    assert _rel(_run(S, [V, S], [v]), v.sum().reshape(1)) < 1e-5
+
+
+def test_constant_shapes_drop_masks_when_tiles_divide():
+    X = tc.placeholder((64, 128), "float32", name="X")
+    Z = tc.compute((64, 128), lambda i, j: X[i, j] + 1.0, name="Z")
+    s = tc.create_schedule(Z)
+    i, j = Z.axis
+    io, jo, ii, ji = s[Z].tile(i, j, 16, 32)
+    s[Z].bind(s[Z].fuse(io, jo), "program_id.0")
+    src = tc.lower(s).source()
+    assert "mask" not in src
+    x = torch.randn(64, 128)
+    assert torch.equal(tc.build(s, [X, Z])(x), x + 1)
+    # and a constant size that does not divide keeps its mask
+    X2 = tc.placeholder((60, 128), "float32", name="X2")
+    Z2 = tc.compute((60, 128), lambda i, j: X2[i, j] + 1.0, name="Z2")
+    s2 = tc.create_schedule(Z2)
+    i, j = Z2.axis
+    io, jo, ii, ji = s2[Z2].tile(i, j, 16, 32)
+    src2 = tc.lower(s2).source()
+    assert "mask_i = offs_i < 60" in src2 and "mask_j" not in src2
+
+
+def test_unroll_and_serial_spatial_loops():
+    X = tc.placeholder((M, 8), "float32", name="X")
+    Z = tc.compute((M, 8), lambda i, j: X[i, j] * X[i, j], name="Z")
+    s = tc.create_schedule(Z)
+    i, j = Z.axis
+    io, ii = s[Z].split(i, 16)
+    jo, ji = s[Z].split(j, 2)
+    s[Z].unroll(ji)
+    s[Z].reorder(io, ii, jo, ji)
+    src = tc.lower(s).source()
+    assert "tl.static_range(2)" in src and "for io in tl.range" in src
+    x = torch.randn(37, 8)
+    assert torch.equal(tc.build(s, [X, Z])(x), x * x)
+
+
+def test_compute_inline_keeps_rounding_point():
+    X = tc.placeholder((M,), "float32", name="X")
+    H = tc.compute((M,), lambda i: X[i] * 3.0, name="H", dtype="float16")
+    Z = tc.compute((M,), lambda i: H[i] - X[i] * 3.0, name="Z")
+    s = tc.create_schedule(Z)
+    s[H].compute_inline()
+    k = tc.build(s, [X, Z])
+    x = torch.randn(700)
+    assert len(k.program.kernels) == 1
+    assert torch.equal(k(x), (x * 3).half().float() - x * 3)

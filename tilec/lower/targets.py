@@ -1,0 +1,28 @@
+"""What differs between the two targets of the emitted source, in one place.
+
+- "cuda": compiled by Triton for the GPU.
+- "interpreter": Triton's CPU interpreter (TRITON_INTERPRET=1), which (Triton 3.6 and 3.9)
+  * computes `tl.dot` on bfloat16 operands wrongly: bf16 operands are widened to float32 there
+    (the products of bf16 values are exact in float32, so the result is the same up to summation order);
+  * has no libdevice (`extern_elementwise`): tanh is written with tl.exp there.
+Golden tests pin the "cuda" form; `tests/test_golden.py` checks that the forms differ only here.
+"""
+
+from __future__ import annotations
+
+NATIVE_DOT = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
+
+
+def native_dot(dtype_a: str, dtype_b: str, target: str) -> bool:
+    """Whether tl.dot may take these operand types as they are (else both are widened to float32)."""
+    if dtype_a != dtype_b or dtype_a not in NATIVE_DOT:
+        return False
+    return not (target == "interpreter" and dtype_a == "bfloat16")
+
+
+def tanh(x: str, target: str, temp) -> str:
+    """Triton text of tanh(x); `temp(hint, code)` names an intermediate value."""
+    if target == "cuda":
+        return f"libdevice.tanh({x})"
+    e = temp("e", f"tl.exp(-2.0 * tl.abs({x}))")
+    return f"tl.where({x} >= 0, 1.0, -1.0) * (1.0 - {e}) / (1.0 + {e})"
