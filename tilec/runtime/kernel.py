@@ -191,10 +191,20 @@ class Kernel:
                                     f"{tuple(x.shape)} {str(x.dtype).removeprefix('torch.')}")
             if x.device != device:
                 raise ArgumentError(f"out {t.name} is on {x.device}, the inputs on {device}")
-            if x.numel() > 1 and not x.is_non_overlapping_and_dense():
+            if not _dense(x):
                 raise ArgumentError(f"out {t.name}: its strides {x.stride()} make elements overlap or leave "
                                     f"gaps; pass a dense tensor (e.g. torch.empty(...) or .contiguous())")
         return out
+
+
+def _dense(x: torch.Tensor) -> bool:
+    """Whether x's elements tile its storage exactly once (in any order of dims): no overlap, no gaps."""
+    expected = 1
+    for stride, size in sorted((st, s) for s, st in zip(x.shape, x.stride()) if s > 1):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
 
 
 def _max_offset(x: torch.Tensor) -> int:
