@@ -144,8 +144,6 @@ def test_size_vars_with_no_name():
         tc.size_vars("  ")
 
 
-@pytest.mark.xfail(reason="bug: tc.size_vars(3) raises a bare TypeError ('int' object is not iterable), "
-                          "not an ArgumentError", strict=True)
 def test_size_vars_not_a_str_or_list():
     with pytest.raises(tc.ArgumentError, match=r"size_vars"):
         tc.size_vars(3)
@@ -207,7 +205,6 @@ def test_extent_reads_a_tensor():
         tc.placeholder((M + A[0],), "float32", name="X")
 
 
-@pytest.mark.xfail(reason="bug: a float or bool size expression (K / 2, K > 2) is accepted as an extent", strict=True)
 @pytest.mark.parametrize("make", [lambda K: K / 2, lambda K: K > 2], ids=["K/2", "K>2"])
 def test_extent_of_non_integer_type(make):
     (K,) = tc.size_vars("K")
@@ -268,8 +265,6 @@ def test_reduce_axis_used_but_not_reduced_inside_a_reduction():
         tc.compute((4, 4), lambda i, j: tc.sum(A[i, k] * A[j, k2], axis=k), name="X")
 
 
-@pytest.mark.xfail(reason="bug: a reduce axis in an elementwise body is accepted by tc.compute; lowering then fails "
-                          "with 'X uses axis k, which is not one of its axes'", strict=True)
 def test_reduce_axis_used_in_elementwise_body():
     A = tc.placeholder((4, 8), "float32", name="A")
     k = tc.reduce_axis(8, name="k")
@@ -285,8 +280,6 @@ def test_reduction_axis_not_a_reduce_axis():
         tc.sum(A[0, 0], axis=[])
 
 
-@pytest.mark.xfail(reason="bug: tc.sum(x, axis=3) raises a bare TypeError ('int' object is not iterable)",
-                   strict=True)
 def test_reduction_axis_not_iterable():
     A = tc.placeholder((4,), "float32", name="A")
     with pytest.raises(tc.ArgumentError, match=r"tc.sum: axis must be a reduce_axis"):
@@ -303,7 +296,7 @@ def test_spatial_and_reduce_axis_with_one_name():
 @pytest.mark.parametrize("shape,fn,n_dims,n_args", [((4, 5), lambda i: i, 2, 1), ((4,), lambda i, j: i, 1, 2)])
 def test_lambda_arity_mismatch(shape, fn, n_dims, n_args):
     with pytest.raises(tc.ArgumentError,
-                       match=rf"compute 'X': the shape has {n_dims} dimensions but the function takes {n_args}"):
+                       match=rf"compute 'X': the shape has {n_dims} dimension\(s\) but the function takes {n_args}"):
         tc.compute(shape, fn, name="X")
 
 
@@ -475,12 +468,10 @@ def test_num_warps_not_a_power_of_two(n, got):
 def test_num_warps_not_a_positive_int(n):
     A, W, C, Y = gemm_silu()
     s = tc.create_schedule(Y)
-    with pytest.raises(tc.ArgumentError, match=r"argument 1, 'n' to num_warps: expected a positive int or a tc.knob"):
+    with pytest.raises(tc.ArgumentError, match=r"argument 1, 'n' to num_warps: expected a power of two from 1 to 32"):
         s[C].num_warps(n)
 
 
-@pytest.mark.xfail(reason="bug: a num_warps call that fails (knob choice 3) still registers its knob in s.knobs, "
-                          "so the tuner would search it and tc.lower accepts config {'nw': 3}", strict=True)
 def test_failed_num_warps_leaves_no_knob():
     A, W, C, Y = gemm_silu()
     s = tc.create_schedule(Y)
@@ -516,18 +507,28 @@ def test_unroll_symbolic_extent_at_lowering():
         tc.lower(s)
 
 
-@pytest.mark.parametrize("where", ["tile", "grid"])
-def test_pipeline_of_a_non_serial_axis_at_lowering(where):
+def test_pipeline_of_a_tile_axis_at_lowering():
     A, W, C, Y = gemm_silu()
     s = tc.create_schedule(Y)
     io, ii = s[C].split(C.axis[0], 16)
-    if where == "grid":
-        s[C].bind(io, "program_id.0")
-    axis = ii if where == "tile" else io
-    s[C].pipeline(axis, 2)
-    with pytest.raises(tc.LoweringError, match=rf"pipeline\(C.{axis.name}\): {axis.name} is a {where} axis; only "
+    s[C].pipeline(ii, 2)
+    with pytest.raises(tc.LoweringError, match=r"pipeline\(C.ii\): ii is a tile axis; only "
                                                r"serial loops \(tl.range\) are pipelined"):
         tc.lower(s)
+
+
+@pytest.mark.parametrize("prim", ["pipeline", "split", "unroll", "fuse"])
+def test_rewriting_a_bound_axis(prim):
+    A, W, C, Y = gemm_silu()
+    s = tc.create_schedule(Y)
+    io, ii = s[C].split(C.axis[0], 16)
+    s[C].bind(io, "program_id.0")
+    args = {"pipeline": (io, 2), "split": (io, 2), "unroll": (io,), "fuse": (io, C.axis[1])}[prim]
+    if prim == "fuse":
+        s[C].reorder(io, C.axis[1])
+    with pytest.raises(tc.ArgumentError, match=rf"{prim}: C.io is bound to program_id.0; {prim} it first, then "
+                                               r"bind the result"):
+        getattr(s[C], prim)(*args)
 
 
 @pytest.mark.parametrize("factor,lo,hi", [(24, 16, 32), (48, 32, 64), (3, 2, 4)])
@@ -662,7 +663,7 @@ def test_compute_at_epilogue_outside_a_loop_that_defines_its_axis():
     s, (A, W, C, Y), ax = gemm_silu_schedule(bind_jo=False)  # jo is a serial loop inside io
     s[Y].compute_at(s[C], ax["io"])
     with pytest.raises(tc.LoweringError, match=r"compute_at\(Y, C\): Y's axis j follows C's loop .* runs inside the "
-                                               r"place chosen; place Y at that loop or further in"):
+                                               r"place chosen; place Y at C.jo or further in"):
         tc.lower(s)
 
 
@@ -731,9 +732,9 @@ def test_split_of_an_axis_fixed_by_compute_at():
 def test_compute_at_cycle():
     s, (A, W, C, Y), ax = gemm_silu_schedule()
     s[Y].compute_at(s[C], ax["jo"])
-    s[C].compute_at(s[Y], Y.axis[0])
-    with pytest.raises(tc.LoweringError, match=r"compute_at forms a cycle: C -> Y -> C"):
-        tc.lower(s)
+    with pytest.raises(tc.ArgumentError, match=r"compute_at\(C, Y.i\): Y is itself computed inside C, so this "
+                                               r"would make a cycle"):
+        s[C].compute_at(s[Y], Y.axis[0])
 
 
 def test_compute_at_an_inlined_stage():
@@ -754,8 +755,8 @@ def test_placements_make_kernels_depend_on_each_other():
     Z3 = tc.compute(Z1.shape, lambda i, j: Z2[i, j] + Z1[i, j], name="Z3")
     s = tc.create_schedule(Z3)
     s[Z3].compute_at(s[Z1], Z1.axis[0])
-    with pytest.raises(tc.LoweringError, match=r"the placements make two kernels need each other's results; "
-                                               r"compute_root one of the stages"):
+    with pytest.raises(tc.LoweringError, match=r"the placements make two kernels need each other's results "
+                                               r"\(Z_kernel -> Z2_kernel -> Z_kernel.*compute_root one of the stages"):
         tc.lower(s)
 
 
@@ -1029,7 +1030,7 @@ def test_config_value_not_among_choices(entry):
     A, W, C, Y = gemm_silu()
     s = tc.create_schedule(Y)
     s[C].split(C.axis[0], tc.knob("BM", [16, 32]))
-    with pytest.raises(tc.ArgumentError, match=r"config BM=64 is not one of knob 'BM'.*choices \[16, 32\]"):
+    with pytest.raises(tc.ArgumentError, match=r"config BM=64 is not one of the choices of knob 'BM': \[16, 32\]"):
         tc.lower(s, {"BM": 64}) if entry == "lower" else tc.build(s, [A, W, Y], config={"BM": 64})
 
 

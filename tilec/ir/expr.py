@@ -236,6 +236,8 @@ def size_vars(names: str | Iterable[str]) -> tuple[SizeVar, ...]:
     """`M, N, K = tc.size_vars("M N K")`: symbolic sizes, bound from tensor shapes at call time."""
     if isinstance(names, str):
         names = names.replace(",", " ").split()
+    elif not isinstance(names, (list, tuple)):
+        raise ArgumentError(f"size_vars: expected names in a string ('M N K') or a list, got {names!r}")
     out = tuple(SizeVar(n) for n in names)
     if not out:
         raise ArgumentError("size_vars: expected at least one name, e.g. tc.size_vars('M N K')")
@@ -258,11 +260,14 @@ def check_extent(extent, what: str) -> Expr:
     for node in walk(extent):
         if isinstance(node, (Load, IterVar, Reduce)):
             raise ArgumentError(f"{what}: an extent may only use sizes and ints, got {extent!r}")
+    if extent.dtype not in ("int32", "int64"):
+        raise ArgumentError(f"{what}: an extent must be an integer expression of sizes, got {extent!r} "
+                            f"({extent.dtype}); use // for division")
     return extent
 
 
 def _reduce(op: str, body, axis, acc_dtype) -> Reduce:
-    axes = (axis,) if isinstance(axis, IterVar) else tuple(axis) if axis is not None else ()
+    axes = (axis,) if isinstance(axis, IterVar) else tuple(axis) if isinstance(axis, (list, tuple)) else ()
     if not axes or not all(isinstance(a, IterVar) and a.kind == "reduce" for a in axes):
         raise ArgumentError(f"tc.{op}: axis must be a reduce_axis or a list of them, got {axis!r}")
     body = as_expr(body)
@@ -368,6 +373,15 @@ def evaluate(expr: Expr, env: dict) -> int:
         if expr.op in ("max", "min"):
             return builtins.max(a, b) if expr.op == "max" else builtins.min(a, b)
     raise ArgumentError(f"cannot evaluate {expr!r} as an integer size")
+
+
+def size_text(e: Expr) -> str:
+    """A size expression for people: cdiv(M, 64) * cdiv(N, BN)."""
+    if isinstance(e, Binary) and e.op == "cdiv":
+        return f"cdiv({size_text(e.a)}, {size_text(e.b)})"
+    if isinstance(e, Binary):
+        return f"{size_text(e.a)} {e.op} {size_text(e.b)}"
+    return repr(e)
 
 
 def cdiv(a, b) -> Expr:

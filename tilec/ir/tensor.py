@@ -60,7 +60,11 @@ class Tensor:
                                 f"{self.name}[{', '.join(map(repr, idx))}]")
         exprs = []
         for n, e in enumerate(idx):
-            e = as_expr(e)
+            try:
+                e = as_expr(e)
+            except ArgumentError:
+                raise ArgumentError(f"index {n} of {self.name}: expected an integer expression of axes and "
+                                    f"sizes, got {type(e).__name__} {e!r}") from None
             if e.dtype not in ("int32", "int64"):
                 raise ArgumentError(f"index {n} of {self.name} must be an integer expression, got {e!r}")
             exprs.append(e)
@@ -99,8 +103,9 @@ def compute(shape: Sequence, fcompute: Callable, name: str, dtype=None) -> Tenso
     params = [p.name for p in inspect.signature(fcompute).parameters.values()
               if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     if len(params) != len(shape):
-        raise ArgumentError(f"compute {name!r}: the shape has {len(shape)} dimensions but the function "
-                            f"takes {len(params)} arguments ({', '.join(params)})")
+        raise ArgumentError(f"compute {name!r}: the shape has {len(shape)} dimension(s) but the function "
+                            f"takes {len(params)} argument(s) ({', '.join(params)}); give one axis name per "
+                            f"dimension, e.g. lambda i, j: ...")
     axes = tuple(IterVar(p, d, "spatial") for p, d in zip(params, shape))
     body = as_expr(fcompute(*axes))
     for node in walk(body):
@@ -109,6 +114,14 @@ def compute(shape: Sequence, fcompute: Callable, name: str, dtype=None) -> Tenso
                 f"compute {name!r}: tc.{node.op}(...) must be the whole body of a compute, not part of "
                 f"an expression; compute the reduction on its own and use it in a second compute "
                 f"(which can be fused back with compute_at or compute_inline)")
+    reduced = body.axes if isinstance(body, Reduce) else ()
+    for node in walk(body):
+        if isinstance(node, IterVar) and node not in axes and node not in reduced:
+            if node.kind == "reduce":
+                raise ArgumentError(f"compute {name!r}: reduce axis {node.name} is used but not reduced over; "
+                                    f"add it to axis=[...] of a tc.sum/max/min that is the whole body")
+            raise ArgumentError(f"compute {name!r}: axis {node.name} belongs to another compute; use this "
+                                f"compute's own axes ({', '.join(a.name for a in axes)})")
     if isinstance(body, Reduce):
         names = [a.name for a in axes] + [a.name for a in body.axes]
         if len(set(names)) != len(names):

@@ -33,6 +33,7 @@ from tilec.ir.expr import (
     SizeVar,
     Unary,
     Where,
+    size_text,  # noqa: I001
     substitute,
     walk,
 )
@@ -119,7 +120,7 @@ class Layout:
             elif a in stage.unrolled:
                 self.kind[a] = "unroll"
                 if not isinstance(a.extent, (Const, Knob)):
-                    raise LoweringError(f"unroll({stage.name}.{a.name}): its extent {a.extent!r} is not a constant; "
+                    raise LoweringError(f"unroll({stage.name}.{a.name}): its extent {size_text(a.extent)} is not a constant; "
                                         f"unroll the inner axis of a split")
             elif a in inner_of:
                 self.kind[a] = "tile"
@@ -232,14 +233,10 @@ class KernelBuilder:
             return f"{_paren(self.scalar(e.a))} {e.op} {_paren(self.scalar(e.b))}"
         raise LoweringError(f"cannot use {e!r} as a size in generated code")
 
-    @staticmethod
-    def text(e: Expr) -> str:
-        """A size expression for people: cdiv(M, BM) * cdiv(N, BN)."""
-        if isinstance(e, Binary) and e.op == "cdiv":
-            return f"cdiv({KernelBuilder.text(e.a)}, {KernelBuilder.text(e.b)})"
-        if isinstance(e, Binary):
-            return f"{KernelBuilder.text(e.a)} {e.op} {KernelBuilder.text(e.b)}"
-        return repr(e)
+    def text(self, e: Expr) -> str:
+        """A size expression for people, knobs replaced by their values: cdiv(M, 128) * cdiv(N, 64)."""
+        return size_text(substitute(e, lambda n: Const(self.config[n.knob_name], "int32")
+                                    if isinstance(n, Knob) else None))
 
     # -- broadcasting values --------------------------------------------------------------------
     def _order(self, dims) -> tuple[str, ...]:
@@ -451,9 +448,10 @@ class KernelBuilder:
                                 f"values at plain axis positions (like {own.name}[i, j]) to share loops")
         for axis, v in bound.items():
             if v.level > level:
+                loop = self.layouts[target.name].loops[v.level].name
                 raise LoweringError(f"compute_at({x.name}, {target.name}): {x.name}'s axis {axis.name} follows "
-                                    f"{target.name}'s loop that defines {v.code}, which runs inside the place chosen; "
-                                    f"place {x.name} at that loop or further in")
+                                    f"{target.name}'s loop {loop}, which runs inside the place chosen; "
+                                    f"place {x.name} at {target.name}.{loop} or further in")
         if rel == "producer":
             free = [a.name for a in x.tensor.axis if a not in bound]
             if free:
@@ -624,6 +622,7 @@ class KernelBuilder:
         else:
             code = self.scalar(a.extent)
         loop = For(loop_vars[a], code, self.text(a.extent), lay.kind[a], stages_code, role)
+        loop.stages_text = str(factor_value(stages, self.config)) if stages is not None else None
         out.append(loop)
         return loop
 

@@ -32,8 +32,9 @@ class For:
     extent_text: str     # the same, for people
     kind: str            # "serial" | "unroll"
     stages: str | None
-    role: str            # e.g. "C.ko: reduction over k, BK per step"
+    role: str            # e.g. "C.ko: serial reduction loop"
     body: list = field(default_factory=list)
+    stages_text: str | None = None  # the pipeline depth under the config, for people
 
 
 @dataclass
@@ -96,6 +97,8 @@ def render_triton(kernel: KernelIR) -> str:
 def render_nest(kernel: KernelIR) -> str:
     """The kernel as a loop nest for people: grid, loops with their roles, stores and computes."""
     out = [f"kernel {kernel.name}  (stages: {', '.join(kernel.stages)}; num_warps={kernel.num_warps})"]
+    if kernel.header[1] != "config: none (no knobs)":
+        out.append(f"  {kernel.header[1]}")
     dims = ", ".join(kernel.grid_text) or "1"
     out.append(f"  grid ({dims})")
 
@@ -105,7 +108,7 @@ def render_nest(kernel: KernelIR) -> str:
             if isinstance(node, For):
                 how = "unrolled" if node.kind == "unroll" else "serial"
                 if node.stages:
-                    how += f", pipelined stages={node.stages}"
+                    how += f", pipelined stages={node.stages_text or node.stages}"
                 out.append(f"{pad}for {node.var} in [0, {node.extent_text}):  {how}  # {node.role}")
                 walk(node.body, indent + 1)
             elif isinstance(node, Stmt) and node.nest:

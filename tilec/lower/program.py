@@ -56,8 +56,10 @@ class Program:
         try:
             roots = list(nx.lexicographical_topological_sort(order, key=list(sched.stages).index))
         except nx.NetworkXUnfeasible as e:
-            raise LoweringError("the placements make two kernels need each other's results; compute_root one of "
-                                "the stages involved") from e
+            cycle = [a for a, _ in nx.find_cycle(order)]
+            path = " -> ".join(f"{a}_kernel" for a in cycle + cycle[:1])
+            raise LoweringError(f"the placements make two kernels need each other's results ({path}, each "
+                                f"reading what the next computes); compute_root one of the stages involved") from e
         self.kernels: list[KernelIR] = [KernelBuilder(self, sched.stages[r]).build() for r in roots]
         emitted = {n for k in self.kernels for n in k.stages} | self.emitted
         for st in list(sched.stages.values()) + [c for c in sched.caches if c.kind == "cache_read"]:
@@ -91,7 +93,13 @@ class Program:
         if not st.tensor.is_reduction:
             raise LoweringError(f"cache_write({st.name}, 'local'): {st.name} is not a reduction; there is no "
                                 f"accumulator to keep in registers")
-        legal = [a for a in st.leaves if a.kind == "spatial"]
+        inner = {r.inner for r in st.relations if hasattr(r, "inner") and hasattr(r, "factor")}
+        legal = []
+        for a in st.leaves:
+            if a.kind == "reduce":
+                break
+            if a not in inner:
+                legal.append(a)
         if axis not in legal:
             raise LoweringError(f"{c.name}.compute_at({st.name}, {axis.name}): the accumulator must live outside "
                                 f"the reduction loops; place it at one of {', '.join(a.name for a in legal)}")

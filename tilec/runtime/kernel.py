@@ -128,8 +128,9 @@ class Kernel:
         for t, x in zip(self.inputs, tensors):
             want_shape = [evaluate(e, env) for e in t.shape]
             if list(x.shape) != want_shape:
-                raise ArgumentError(f"{t.name}: expected shape {tuple(want_shape)} ({_shape_text(t)} with "
-                                    f"{', '.join(f'{k}={v}' for k, v in env.items())}), got {tuple(x.shape)}")
+                bound = f" with {', '.join(f'{k}={v}' for k, v in env.items())}" if env else ""
+                raise ArgumentError(f"{t.name}: expected shape {tuple(want_shape)} ({_shape_text(t)}{bound}), "
+                                    f"got {tuple(x.shape)}")
         return env
 
     def __call__(self, *tensors, out=None):

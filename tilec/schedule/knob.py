@@ -57,7 +57,8 @@ def resolve_config(knobs: Mapping[str, Knob], config: Mapping[str, int] | None) 
     for name, k in knobs.items():
         value = config.get(name, k.default)
         if value not in k.choices:
-            raise ArgumentError(f"config {name}={value!r} is not one of knob {name!r}'s choices {list(k.choices)}")
+            raise ArgumentError(f"config {name}={value!r} is not one of the choices of knob {name!r}: "
+                                f"{list(k.choices)}")
         out[name] = value
     return out
 

@@ -100,6 +100,11 @@ class Stage:
         raise ArgumentError(f"argument {n}, '{name}' to {prim}: {axis.name} is not an axis of {self.name} "
                             f"(its axes are: {have})")
 
+    def _not_bound(self, axis: IterVar, prim: str) -> None:
+        if axis in self.binds:
+            raise ArgumentError(f"{prim}: {self.name}.{axis.name} is bound to program_id.{self.binds[axis]}; "
+                                f"{prim} it first, then bind the result")
+
     def _new_axis(self, name: str, extent, kind: str) -> IterVar:
         base, n = name, 1
         while name in self._names:
@@ -116,6 +121,7 @@ class Stage:
         """
         self._require_compute("split")
         axis = self._axis(axis, 1, "axis", "split")
+        self._not_bound(axis, "split")
         factor = _factor(factor, 2, "factor", "split", self.sched.knobs)
         from tilec.ir.expr import cdiv  # local: keeps the import list of this module about schedules
         outer = self._new_axis(f"{axis.name}o", cdiv(axis.extent, factor), axis.kind)
@@ -130,6 +136,7 @@ class Stage:
 
     def tile(self, x: IterVar, y: IterVar, fx, fy) -> tuple[IterVar, IterVar, IterVar, IterVar]:
         """Split x and y and order the result (xo, yo, xi, yi), as TVM's tile."""
+        self._require_compute("tile")
         x = self._axis(x, 1, "x", "tile")
         y = self._axis(y, 2, "y", "tile")
         if x is y:
@@ -158,6 +165,8 @@ class Stage:
         self._require_compute("fuse")
         outer = self._axis(outer, 1, "outer", "fuse")
         inner = self._axis(inner, 2, "inner", "fuse")
+        self._not_bound(outer, "fuse")
+        self._not_bound(inner, "fuse")
         pos = self.leaves.index(outer)
         if pos + 1 >= len(self.leaves) or self.leaves[pos + 1] is not inner:
             order = ", ".join(a.name for a in self.leaves)
@@ -201,6 +210,12 @@ class Stage:
         if self.kind == "cache_write" and stage.tensor is not self.tensor:
             raise ArgumentError(f"compute_at: {self.name} accumulates {self.tensor.name}; place it in a loop "
                                 f"of {self.tensor.name}, not of {stage.name}")
+        t = stage
+        while isinstance(t.attach, tuple):
+            t = t.attach[0]
+            if t is self:
+                raise ArgumentError(f"compute_at({self.name}, {stage.name}.{axis.name}): {stage.name} is itself "
+                                    f"computed inside {self.name}, so this would make a cycle; compute_root one of them")
         old = self.attach
         self.attach = (stage, axis)
         from tilec.poly.legality import check_attach
@@ -260,23 +275,25 @@ class Stage:
         """Software-pipeline the serial loop `axis` with `stages` buffers (tl.range num_stages)."""
         self._require_compute("pipeline")
         axis = self._axis(axis, 1, "axis", "pipeline")
+        self._not_bound(axis, "pipeline")
         self.pipelines[axis] = _factor(stages, 2, "stages", "pipeline", self.sched.knobs)
+        self.touched = True  # the user chose this stage's loops: no default tiling replaces them
         self._log(f"{self.name}: pipeline({axis.name}, stages={self.pipelines[axis]!r})")
 
     def num_warps(self, n) -> None:
         """Launch this stage's kernel with `n` warps per program (a power of two, 1..32)."""
         self._require_compute("num_warps")
-        n = _factor(n, 1, "n", "num_warps", self.sched.knobs)
         choices = n.choices if isinstance(n, Knob) else (n,)
-        if any(c not in (1, 2, 4, 8, 16, 32) for c in choices):
-            raise _arg(1, "n", "num_warps", "a power of two from 1 to 32", n if isinstance(n, int) else list(choices))
-        self.warps = n
-        self._log(f"{self.name}: num_warps({n!r})")
+        if any(isinstance(c, bool) or c not in (1, 2, 4, 8, 16, 32) for c in choices):
+            raise _arg(1, "n", "num_warps", "a power of two from 1 to 32", list(choices) if isinstance(n, Knob) else n)
+        self.warps = _factor(n, 1, "n", "num_warps", self.sched.knobs)
+        self._log(f"{self.name}: num_warps({self.warps!r})")
 
     def unroll(self, axis: IterVar) -> None:
         """Unroll the loop `axis` (its extent must be a constant): tl.static_range."""
         self._require_compute("unroll")
         axis = self._axis(axis, 1, "axis", "unroll")
+        self._not_bound(axis, "unroll")
         self.unrolled.add(axis)
         self.touched = True
         self._log(f"{self.name}: unroll({axis.name})")
@@ -332,6 +349,9 @@ class Schedule:
             raise _arg(3, "readers", "cache_read", f"a list of stages that read {tensor.name}", readers)
         stages = []
         for r in readers:
+            if isinstance(r, Tensor) and r.is_placeholder:
+                raise ArgumentError(f"argument 3, 'readers' to cache_read: {r.name} is an input (placeholder); "
+                                    f"readers are the stages that read {tensor.name}")
             st = r if isinstance(r, Stage) else self[r]
             if st.kind != "compute" or tensor not in st.tensor.inputs:
                 raise ArgumentError(f"argument 3, 'readers' to cache_read: {st.name} does not read {tensor.name}")
@@ -350,6 +370,8 @@ class Schedule:
         st = self[tensor] if isinstance(tensor, Tensor) else None
         if st is None:
             raise _arg(1, "tensor", "cache_write", "a computed tensor of this schedule", tensor)
+        if scope not in SCOPES:
+            raise _arg(2, "scope", "cache_write", "'local' (registers)", scope)
         if scope != "local":
             from tilec.errors import LoweringError
             raise LoweringError(f"cache_write({tensor.name}, {scope!r}): Triton keeps accumulators in "
