@@ -672,7 +672,7 @@ def test_compute_at_on_a_tile_axis():
     s[C].reorder(ax["ii"], ax["ji"], ax["ko"])  # tiles before the reduction loop: ji is a legal place for Y
     s[Y].compute_at(s[C], ax["ji"])
     with pytest.raises(tc.LoweringError, match=r"compute_at\(Y, C.ji\): ji is a tile axis \(a vector dimension, not a "
-                                               r"loop\).*place Y at one of C's loops or grid axes"):
+                                               r"loop\).*place Y at one of C.io, C.jo, C.ko"):
         tc.lower(s)
 
 

@@ -39,8 +39,8 @@ from tilec.ir.expr import (
 )
 from tilec.lower import targets
 from tilec.lower.nest import Comment, For, KernelIR, Param, Stmt
-from tilec.schedule.defaults import default_stage
 from tilec.schedule.knob import Knob, factor_value
+from tilec.schedule.placement import Placed
 from tilec.schedule.schedule import Fuse, Split, Stage
 
 _IDENTITY = {"sum": "0", "max": 'float("-inf")', "min": 'float("inf")'}
@@ -84,101 +84,11 @@ def _paren(code: str) -> str:
     return f"({code})"
 
 
-def _is_pow2(n: int) -> bool:
-    return n > 0 and n & (n - 1) == 0
-
-
-class Layout:
-    """A stage's own loops in a kernel: leaves classified as grid / serial / unroll / tile."""
-
-    def __init__(self, stage: Stage, fixed: set, root: bool, config: dict):
-        self.stage = stage
-        origin: dict[IterVar, set] = {a: {a} for a in list(stage.tensor.axis) + list(stage.tensor.reduce_axis)}
-        for rel in stage.relations:
-            if isinstance(rel, Split):
-                origin[rel.outer] = origin[rel.inner] = origin[rel.parent]
-            else:
-                origin[rel.fused] = origin[rel.outer] | origin[rel.inner]
-        self.origin = origin
-        for rel in stage.relations:
-            parent = rel.parent if isinstance(rel, Split) else rel.fused
-            if origin[parent] & fixed:
-                names = ", ".join(a.name for a in origin[parent] & fixed)
-                raise LoweringError(
-                    f"{stage.name}: axis {names} is fixed by where {stage.name} is computed (compute_at), so "
-                    f"it takes that loop's tiling; remove the split/fuse of {names} from {stage.name}")
-        self.leaves = [a for a in stage.leaves if not (origin[a] & fixed)]
-        inner_of = {rel.inner: rel for rel in stage.relations if isinstance(rel, Split)}
-        self.kind: dict[IterVar, str] = {}
-        self.tile_extent: dict[IterVar, int] = {}
-        for a in self.leaves:
-            if a in stage.binds:
-                if not root:
-                    raise LoweringError(f"{stage.name}.{a.name} is bound to the grid, but {stage.name} is computed "
-                                        f"inside another stage's kernel; only a kernel's root stage has a grid")
-                self.kind[a] = "grid"
-            elif a in stage.unrolled:
-                self.kind[a] = "unroll"
-                if not isinstance(a.extent, (Const, Knob)):
-                    raise LoweringError(f"unroll({stage.name}.{a.name}): its extent {size_text(a.extent)} is not a constant; "
-                                        f"unroll the inner axis of a split")
-            elif a in inner_of:
-                self.kind[a] = "tile"
-                f = factor_value(inner_of[a].factor, config)
-                if not _is_pow2(f):
-                    lo = 1 << (f.bit_length() - 1)
-                    raise LoweringError(
-                        f"{stage.name}.{a.name} is a tile of extent {f} (from split({inner_of[a].parent.name}, "
-                        f"{inner_of[a].factor!r})), but Triton tiles (tl.arange) need a power of two: use {lo} or "
-                        f"{lo * 2}; masks cover a size the tile does not divide")
-                self.tile_extent[a] = f
-            else:
-                self.kind[a] = "serial"
-            if a in stage.pipelines and self.kind[a] != "serial":
-                raise LoweringError(f"pipeline({stage.name}.{a.name}): {a.name} is a {self.kind[a]} axis; only "
-                                    f"serial loops (tl.range) are pipelined")
-        self.grid = sorted((a for a in self.leaves if self.kind[a] == "grid"), key=lambda a: stage.binds[a])
-        self.loops = [a for a in self.leaves if self.kind[a] in ("serial", "unroll")]
-        self.tiles = [a for a in self.leaves if self.kind[a] == "tile"]
-        seen_reduce = None
-        for a in self.loops:
-            if a.kind == "reduce":
-                seen_reduce = a if seen_reduce is None else seen_reduce
-            elif seen_reduce is not None:
-                raise LoweringError(
-                    f"{stage.name}: spatial loop {a.name} runs inside reduction loop {seen_reduce.name}; the "
-                    f"accumulator would have to hold every {a.name} iteration. Reorder so that spatial loops "
-                    f"come before reduction loops")
-        self.first_reduce = next((n for n, a in enumerate(self.loops) if a.kind == "reduce"), len(self.loops))
-
-    def resolve(self, axis: IterVar) -> IterVar | None:
-        """The leaf that a place named by `axis` means: itself, or (in a default schedule, which splits
-        and fuses original axes) the outermost leaf made from it."""
-        if axis in self.kind:
-            return axis
-        for leaf in self.leaves:
-            if axis in self.origin.get(leaf, ()):
-                return leaf
-        return None
-
-    def needs_mask(self, axis: IterVar, config: dict) -> bool:
-        """Whether tiles of original `axis` may overrun its extent (no proof that each split divides)."""
-        for rel in self.stage.relations:
-            if isinstance(rel, Split) and self.origin[rel.parent] == {axis}:
-                ext = rel.parent.extent
-                f = factor_value(rel.factor, config)
-                if isinstance(ext, Knob):
-                    ext = Const(factor_value(ext, config), "int32")
-                if not isinstance(ext, Const) or ext.value % f:
-                    return True
-        return False
-
-
 class KernelBuilder:
     """Builds the loop-nest IR of the kernel whose root stage is `root`."""
 
-    def __init__(self, program, root: Stage):
-        self.p, self.root, self.config = program, root, program.config
+    def __init__(self, program, root: Placed):
+        self.p, self.root_placed, self.root, self.config = program, root, root.stage, program.config
         self.params: dict[str, Param] = {}
         self.names: set[str] = set()
         self.dim_order: list[str] = []
@@ -189,7 +99,7 @@ class KernelBuilder:
         self.loads: list[str] = []
         self.stores: list[str] = []
         self.stmts: list | None = None
-        self.layouts: dict[str, Layout] = {}
+        self.placed: dict[str, Placed] = {}
         self.inlined: set[str] = set()
         self.caches_here: set[str] = set()
 
@@ -425,57 +335,16 @@ class KernelBuilder:
         return Val(" + ".join([ptr, *terms]), order, "ptr")
 
     # -- stages ---------------------------------------------------------------------------------
-    def binding(self, x: Stage, target: Stage, level: int) -> dict[IterVar, AxisVal]:
-        """How the axes of `x`, placed in `target`'s loop at depth `level`, map to `target`'s offsets."""
-        rel = self.p.sched.related(x, target)
-        tenv = self.env[target.name]
-        bound: dict[IterVar, AxisVal] = {}
-        if rel == "consumer":   # x reads target: x's index variables name target's axes
-            reads, own = x.tensor.body, target.tensor
-        else:                   # target reads x
-            reads, own = target.tensor.body, x.tensor
-        for node in walk(reads):
-            if isinstance(node, Load) and node.tensor is own and all(isinstance(i, IterVar) for i in node.indices) \
-                    and len(set(node.indices)) == len(node.indices):
-                for idx, axis in zip(node.indices, own.axis):
-                    if rel == "consumer":
-                        bound[idx] = tenv[axis]
-                    elif idx in tenv:
-                        bound[axis] = tenv[idx]
-                break
-        else:
-            raise LoweringError(f"compute_at({x.name}, {target.name}): {x.name} and {target.name} must exchange "
-                                f"values at plain axis positions (like {own.name}[i, j]) to share loops")
-        for axis, v in bound.items():
-            if v.level > level:
-                loop = self.layouts[target.name].loops[v.level].name
-                raise LoweringError(f"compute_at({x.name}, {target.name}): {x.name}'s axis {axis.name} follows "
-                                    f"{target.name}'s loop {loop}, which runs inside the place chosen; "
-                                    f"place {x.name} at {target.name}.{loop} or further in")
-        if rel == "producer":
-            free = [a.name for a in x.tensor.axis if a not in bound]
-            if free:
-                raise LoweringError(
-                    f"compute_at({x.name}, {target.name}): {x.name}'s axis {', '.join(free)} is not fixed by "
-                    f"{target.name}'s loops there, so {x.name} would need a whole region in registers; only "
-                    f"producers whose spatial axes all follow the consumer can be computed at it (or compute_root)")
-        return bound
-
-    def layout_of(self, x: Stage, fixed: set) -> Layout:
-        root = x is self.root
-        st = x
-        if not x.touched:
-            st = default_stage(x, frozenset(fixed))
-            st.attach = x.attach
-        return Layout(st, fixed, root, self.config)
-
-    def emit_stage(self, x: Stage, bound: dict[IterVar, AxisVal], out: list) -> None:
-        """Emit stage `x` (its own loops and compute) into the statement list `out`."""
-        lay = self.layout_of(x, set(bound))
+    def emit_stage(self, placed: Placed, out: list) -> None:
+        """Emit a placed stage (its own loops and compute, and what is placed in them) into `out`."""
+        x, lay = placed.stage, placed.layout
         st = lay.stage
-        self.layouts[x.name] = lay
+        self.placed[x.name] = placed
         self.stages.append(x.name)
-        env: dict[IterVar, AxisVal] = dict(bound)
+        env: dict[IterVar, AxisVal] = {}
+        if placed.target is not None:
+            tenv = self.env[placed.target.name]
+            env = {axis: tenv[taxis] for axis, taxis in placed.bound.items()}
         self.env[x.name] = env
         leaf_val: dict[IterVar, Val] = {}
         level_of: dict[IterVar, int] = {}
@@ -495,9 +364,8 @@ class KernelBuilder:
         for a in lay.tiles:
             dim = self.fresh(a.name)
             self.dim_order.append(dim)
-            ext = lay.tile_extent[a]
             f = next(r.factor for r in st.relations if isinstance(r, Split) and r.inner is a)
-            self.dim_extent[dim] = self.scalar(f) if isinstance(f, Knob) else str(ext)
+            self.dim_extent[dim] = self.scalar(f) if isinstance(f, Knob) else str(lay.tile_extent[a])
             leaf_val[a], level_of[a] = Val(f"tl.arange(0, {self.dim_extent[dim]})", (dim,), "int32"), -1
         for rel in reversed(st.relations):
             if isinstance(rel, Split) and rel.outer in leaf_val and rel.inner in leaf_val:
@@ -514,17 +382,13 @@ class KernelBuilder:
                 level_of[rel.outer] = level_of[rel.inner] = level_of[rel.fused]
         defs: dict[int, list] = defaultdict(list)
         for axis in list(x.tensor.axis) + list(x.tensor.reduce_axis):
-            if axis in bound:
-                continue
-            if axis not in leaf_val:
-                raise LoweringError(f"{x.name}: axis {axis.name} has no loop (internal error: relations incomplete)")
-            defs[level_of[axis]].append(axis)
-        self.int64 = self.p.int64
+            if axis not in env:
+                defs[level_of[axis]].append(axis)
 
         def define(axes: list, stmts: list) -> None:
             for axis in axes:
                 v = leaf_val[axis]
-                code = f"tl.cast({v.code}, tl.int64)" if self.int64 else v.code
+                code = f"tl.cast({v.code}, tl.int64)" if self.p.int64 else v.code
                 name = self.fresh(f"offs_{axis.name}")
                 stmts.append(Stmt(f"{name} = {code}", None))
                 mask = None
@@ -534,29 +398,23 @@ class KernelBuilder:
                 env[axis] = AxisVal(name, v.dims, level_of[axis], mask)
 
         define(defs[-1], out)
-        grid_axes = set(lay.grid)
-        self._attached(x, grid_axes, "producer", out, -1)
-        self.emit_loops(x, lay, loop_vars, defs, define, 0, out)
-        self._attached(x, grid_axes, "consumer", out, -1)
+        self._attached(placed, -1, "producer", out)
+        self.emit_loops(placed, loop_vars, defs, define, 0, out)
+        self._attached(placed, -1, "consumer", out)
         self.stmts = saved
 
-    def _attached(self, x: Stage, here: set, which: str, out: list, level: int) -> None:
-        """Emit the stages placed at `x`'s leaves `here`: caches and producers first, consumers after."""
-        lay = self.layouts[x.name]
-        for (name, axis), cs in self.p.caches.items():
-            if name == x.name and which == "producer" and lay.resolve(axis) in here:
-                for c in cs:
-                    self.emit_cache(c, x, level, out)
-                    self.p.emitted.add(c.name)
-                    self.caches_here.add(c.name)
-        for (name, axis), others in self.p.attached.items():
-            if name != x.name or lay.resolve(axis) not in here:
-                continue
-            for other in others:
-                rel = self.p.sched.related(other, x)
-                if (rel == "producer") == (which == "producer"):
-                    out.append(Comment(f"{other.name} computed at {x.name}.{axis.name}"))
-                    self.emit_stage(other, self.binding(other, x, level), out)
+    def _attached(self, placed: Placed, level: int, which: str, out: list) -> None:
+        """Emit what is placed at `placed`'s loop `level`: caches and producers first, consumers after."""
+        x = placed.stage
+        if which == "producer":
+            for c in placed.caches.get(level, []):
+                self.emit_cache(c, x, level, out)
+                self.caches_here.add(c.name)
+        for other in (placed.producers if which == "producer" else placed.consumers).get(level, []):
+            where = placed.layout.loops[level].name if level >= 0 else "grid"
+            out.append(Comment(f"{other.name} computed at {x.name}.{other.stage.attach[1].name}"
+                               + (f" (loop {where})" if where != other.stage.attach[1].name and level >= 0 else "")))
+            self.emit_stage(other, out)
 
     def emit_cache(self, c: Stage, reader: Stage, level: int, out: list) -> None:
         """A cache_read placed here: load now the tiles of the cached tensor that the reader uses."""
@@ -579,33 +437,34 @@ class KernelBuilder:
                 self.scopes[-1][key] = self.emit_load(node, reader, f"{c.tensor.name.lower()}_tile")
         self.stmts = saved
 
-    def emit_loops(self, x, lay, loop_vars, defs, define, n, out) -> None:
+    def emit_loops(self, placed, loop_vars, defs, define, n, out) -> None:
+        x, lay = placed.stage, placed.layout
         if n == lay.first_reduce and x.tensor.is_reduction:
             acc = self.acc_init(x, out)
-            self.emit_reduce_loops(x, lay, loop_vars, defs, define, n, out, acc)
+            self.emit_reduce_loops(placed, loop_vars, defs, define, n, out, acc)
             self.finish(x, Val(acc[0], acc[1], acc[2]), out)
             return
         if n == len(lay.loops):
             self.compute(x, out)
             return
-        loop = self.open_loop(x, lay, loop_vars, n, out)
-        self.scopes.append({})
-        define(defs[n], loop.body)
-        self._attached(x, {lay.loops[n]}, "producer", loop.body, n)
-        self.emit_loops(x, lay, loop_vars, defs, define, n + 1, loop.body)
-        self._attached(x, {lay.loops[n]}, "consumer", loop.body, n)
-        self.scopes.pop()
+        self._loop(placed, loop_vars, defs, define, n, out,
+                   lambda body: self.emit_loops(placed, loop_vars, defs, define, n + 1, body))
 
-    def emit_reduce_loops(self, x, lay, loop_vars, defs, define, n, out, acc) -> None:
-        if n == len(lay.loops):
-            self.update(x, acc, out)
+    def emit_reduce_loops(self, placed, loop_vars, defs, define, n, out, acc) -> None:
+        if n == len(placed.layout.loops):
+            self.update(placed.stage, acc, out)
             return
-        loop = self.open_loop(x, lay, loop_vars, n, out)
+        self._loop(placed, loop_vars, defs, define, n, out,
+                   lambda body: self.emit_reduce_loops(placed, loop_vars, defs, define, n + 1, body, acc))
+
+    def _loop(self, placed, loop_vars, defs, define, n, out, inner) -> None:
+        """Loop n of a stage: offsets it defines, what is placed in it, the inner part, consumers."""
+        loop = self.open_loop(placed.stage, placed.layout, loop_vars, n, out)
         self.scopes.append({})
         define(defs[n], loop.body)
-        self._attached(x, {lay.loops[n]}, "producer", loop.body, n)
-        self.emit_reduce_loops(x, lay, loop_vars, defs, define, n + 1, loop.body, acc)
-        self._attached(x, {lay.loops[n]}, "consumer", loop.body, n)
+        self._attached(placed, n, "producer", loop.body)
+        inner(loop.body)
+        self._attached(placed, n, "consumer", loop.body)
         self.scopes.pop()
 
     def open_loop(self, x, lay, loop_vars, n, out) -> For:
@@ -751,8 +610,8 @@ class KernelBuilder:
     def build(self) -> KernelIR:
         body: list = []
         self.stmts = body
-        self.emit_stage(self.root, {}, body)
-        lay = self.layouts[self.root.name]
+        self.emit_stage(self.root_placed, body)
+        lay = self.root_placed.layout
         grid = [Const(1, "int32")] * 3
         for a in lay.grid:
             grid[lay.stage.binds[a]] = a.extent
@@ -778,7 +637,7 @@ class KernelBuilder:
                   f"config: {', '.join(f'{k}={v}' for k, v in sorted(self.config.items())) or 'none (no knobs)'}",
                   "schedule:"] + [f"  {line}" for line in log]
         header += [f"  {n}: default schedule (tiles on its last axes)" for n in self.stages
-                   if not self.p.sched.stages[n].touched and self.layouts[n].leaves]
+                   if not self.p.sched.stages[n].touched and self.placed[n].layout.leaves]
         return KernelIR(
             name=f"{self.root.name}_kernel", root=self.root.name, stages=self.stages, params=params,
             grid=grid, grid_text=[self.text(g) for g in grid], body=body, header=header, num_warps=warps,

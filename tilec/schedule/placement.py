@@ -1,0 +1,273 @@
+"""Where every stage runs, as a pure function of (schedule, config): one kernel per root stage in
+launch order; for each stage its own loops (`Layout`: grid / serial / unroll / tile leaves) and its
+place inside another stage's loop (`Placed`: target, loop depth, which of its axes follow the target's).
+
+The lowering emits this plan and `tilec.poly` checks it, so both see the same loops in the same order:
+grid axes outermost, then serial loops in the stage's order, then tile axes (vector dimensions).
+At a loop's body the order is: caches and producers placed there, the rest of the loop, consumers.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from tilec.errors import LoweringError
+from tilec.ir.expr import Const, IterVar, Load, size_text, walk
+from tilec.schedule.defaults import default_stage
+from tilec.schedule.knob import Knob, factor_value, resolve_config
+from tilec.schedule.schedule import Schedule, Split, Stage
+
+
+def _is_pow2(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+class Layout:
+    """A stage's own loops in a kernel: leaves classified as grid / serial / unroll / tile."""
+
+    def __init__(self, stage: Stage, fixed: set, root: bool, config: dict):
+        self.stage = stage
+        origin: dict[IterVar, set] = {a: {a} for a in list(stage.tensor.axis) + list(stage.tensor.reduce_axis)}
+        for rel in stage.relations:
+            if isinstance(rel, Split):
+                origin[rel.outer] = origin[rel.inner] = origin[rel.parent]
+            else:
+                origin[rel.fused] = origin[rel.outer] | origin[rel.inner]
+        self.origin = origin
+        for rel in stage.relations:
+            parent = rel.parent if isinstance(rel, Split) else rel.fused
+            if origin[parent] & fixed:
+                names = ", ".join(a.name for a in origin[parent] & fixed)
+                raise LoweringError(
+                    f"{stage.name}: axis {names} is fixed by where {stage.name} is computed (compute_at), so "
+                    f"it takes that loop's tiling; remove the split/fuse of {names} from {stage.name}")
+        self.leaves = [a for a in stage.leaves if not (origin[a] & fixed)]
+        inner_of = {rel.inner: rel for rel in stage.relations if isinstance(rel, Split)}
+        self.kind: dict[IterVar, str] = {}
+        self.tile_extent: dict[IterVar, int] = {}
+        for a in self.leaves:
+            if a in stage.binds:
+                if not root:
+                    raise LoweringError(f"{stage.name}.{a.name} is bound to the grid, but {stage.name} is computed "
+                                        f"inside another stage's kernel; only a kernel's root stage has a grid")
+                self.kind[a] = "grid"
+            elif a in stage.unrolled:
+                self.kind[a] = "unroll"
+                if not isinstance(a.extent, (Const, Knob)):
+                    raise LoweringError(f"unroll({stage.name}.{a.name}): its extent {size_text(a.extent)} is not a constant; "
+                                        f"unroll the inner axis of a split")
+            elif a in inner_of:
+                self.kind[a] = "tile"
+                f = factor_value(inner_of[a].factor, config)
+                if not _is_pow2(f):
+                    lo = 1 << (f.bit_length() - 1)
+                    raise LoweringError(
+                        f"{stage.name}.{a.name} is a tile of extent {f} (from split({inner_of[a].parent.name}, "
+                        f"{inner_of[a].factor!r})), but Triton tiles (tl.arange) need a power of two: use {lo} or "
+                        f"{lo * 2}; masks cover a size the tile does not divide")
+                self.tile_extent[a] = f
+            else:
+                self.kind[a] = "serial"
+            if a in stage.pipelines and self.kind[a] != "serial":
+                raise LoweringError(f"pipeline({stage.name}.{a.name}): {a.name} is a {self.kind[a]} axis; only "
+                                    f"serial loops (tl.range) are pipelined")
+        self.grid = sorted((a for a in self.leaves if self.kind[a] == "grid"), key=lambda a: stage.binds[a])
+        self.loops = [a for a in self.leaves if self.kind[a] in ("serial", "unroll")]
+        self.tiles = [a for a in self.leaves if self.kind[a] == "tile"]
+        seen_reduce = None
+        for a in self.loops:
+            if a.kind == "reduce":
+                seen_reduce = a if seen_reduce is None else seen_reduce
+            elif seen_reduce is not None:
+                raise LoweringError(
+                    f"{stage.name}: spatial loop {a.name} runs inside reduction loop {seen_reduce.name}; the "
+                    f"accumulator would have to hold every {a.name} iteration. Reorder so that spatial loops "
+                    f"come before reduction loops")
+        self.first_reduce = next((n for n, a in enumerate(self.loops) if a.kind == "reduce"), len(self.loops))
+
+    def resolve(self, axis: IterVar) -> IterVar | None:
+        """The leaf that a place named by `axis` means: itself, or (in a default schedule, which splits
+        and fuses original axes) the outermost leaf made from it."""
+        if axis in self.kind:
+            return axis
+        for leaf in self.leaves:
+            if axis in self.origin.get(leaf, ()):
+                return leaf
+        return None
+
+    def needs_mask(self, axis: IterVar, config: dict) -> bool:
+        """Whether tiles of original `axis` may overrun its extent (no proof that each split divides)."""
+        for rel in self.stage.relations:
+            if isinstance(rel, Split) and self.origin[rel.parent] == {axis}:
+                ext = rel.parent.extent
+                f = factor_value(rel.factor, config)
+                if isinstance(ext, Knob):
+                    ext = Const(factor_value(ext, config), "int32")
+                if not isinstance(ext, Const) or ext.value % f:
+                    return True
+        return False
+
+    def axis_level(self, axis: IterVar) -> int:
+        """The depth of the innermost serial loop that original `axis` depends on (-1: none)."""
+        return max((n for n, leaf in enumerate(self.loops) if axis in self.origin[leaf]), default=-1)
+
+
+def bound_axes(x: Stage, target: Stage) -> dict[IterVar, IterVar]:
+    """For `x` placed in `target`'s loop: which of x's axes follow which of target's axes.
+
+    They exchange values at a plain access (`C[i, j]` in Y's body, or `G[i, j]` in Y's body for a
+    producer G): the index variables name the axes that correspond.
+    """
+    rel = x.sched.related(x, target)
+    reads, own = (x.tensor.body, target.tensor) if rel == "consumer" else (target.tensor.body, x.tensor)
+    for node in walk(reads):
+        if isinstance(node, Load) and node.tensor is own and all(isinstance(i, IterVar) for i in node.indices) \
+                and len(set(node.indices)) == len(node.indices):
+            if rel == "consumer":
+                bound = dict(zip(node.indices, own.axis))
+            else:
+                bound = {axis: idx for idx, axis in zip(node.indices, own.axis)}
+            break
+    else:
+        raise LoweringError(
+            f"compute_at({x.name}, {target.name}): not supported: {x.name} and {target.name} exchange values "
+            f"only at shifted or computed positions (a halo, as in a stencil); sharing loops needs a plain "
+            f"access like {own.name}[i, j]. Compute {x.name} at root instead")
+    if rel == "producer":
+        free = [a.name for a in x.tensor.axis if a not in bound]
+        if free:
+            raise LoweringError(
+                f"compute_at({x.name}, {target.name}): {x.name}'s axis {', '.join(free)} is not fixed by "
+                f"{target.name}'s loops there, so {x.name} would need a whole region in registers; only "
+                f"producers whose spatial axes all follow the consumer can be computed at it (or compute_root)")
+    return bound
+
+
+def layout_of(stage: Stage, fixed: set, root: bool, config: dict) -> Layout:
+    """The stage's effective loops: its own schedule, or the default one if it was never scheduled."""
+    st = stage
+    if not stage.touched:
+        st = default_stage(stage, frozenset(fixed))
+        st.attach = stage.attach
+    return Layout(st, fixed, root, config)
+
+
+@dataclass
+class Placed:
+    """A stage in a kernel: its loops, and where it sits in its target's loop nest."""
+
+    stage: Stage
+    layout: Layout
+    target: Placed | None = None
+    level: int = -1                 # -1: the kernel's top (inside the grid); n: body of target's loop n
+    bound: dict = field(default_factory=dict)       # x axis -> target axis
+    producers: dict = field(default_factory=lambda: defaultdict(list))  # my level -> [Placed]
+    consumers: dict = field(default_factory=lambda: defaultdict(list))
+    caches: dict = field(default_factory=lambda: defaultdict(list))      # my level -> [cache Stage]
+
+    @property
+    def name(self) -> str:
+        return self.stage.name
+
+
+class Plan:
+    """Kernels (root `Placed` in launch order) and the tensors memory must hold."""
+
+    def __init__(self, sched: Schedule, config=None, outputs=None):
+        self.sched = sched
+        self.config = resolve_config(sched.knobs, config)
+        self.kernel_of = {n: self._root(st).name for n, st in sched.stages.items() if st.attach != "inline"}
+        out_names = [t.name for t in (outputs if outputs is not None else sched.outputs)]
+        self.stored = set(out_names)
+        for p, c in sched.graph.edges:
+            if p in self.kernel_of and any(k != self.kernel_of[p] for k in self._reader_kernels(c)):
+                self.stored.add(p)
+        order = nx.DiGraph()
+        order.add_nodes_from(dict.fromkeys(self.kernel_of.values()))
+        for p, c in sched.graph.edges:
+            kp, kc = self.kernel_of.get(p), self.kernel_of.get(c)
+            if kp and kc and kp != kc:
+                order.add_edge(kp, kc)
+        try:
+            roots = list(nx.lexicographical_topological_sort(order, key=list(sched.stages).index))
+        except nx.NetworkXUnfeasible as e:
+            cycle = [a for a, _ in nx.find_cycle(order)]
+            path = " -> ".join(f"{a}_kernel" for a in cycle + cycle[:1])
+            raise LoweringError(f"the placements make two kernels need each other's results ({path}, each "
+                                f"reading what the next computes); compute_root one of the stages involved") from e
+        self.placed: dict[str, Placed] = {}
+        self.kernels = [self._place(sched.stages[r], None, -1, {}) for r in roots]
+        self.buffers = sorted(self.stored - set(out_names))
+
+    def _reader_kernels(self, name: str) -> set[str]:
+        """The kernels that evaluate stage `name` (an inlined stage: those of its readers)."""
+        if name in self.kernel_of:
+            return {self.kernel_of[name]}
+        return {k for c in self.sched.graph.successors(name) for k in self._reader_kernels(c)}
+
+    def _root(self, st: Stage) -> Stage:
+        seen = []
+        while isinstance(st.attach, tuple):
+            seen.append(st.name)
+            st = st.attach[0]
+            if st.attach == "inline":
+                raise LoweringError(f"{seen[-1]} is computed at {st.name}, which is inlined and has no loops")
+            if st.name in seen:
+                raise LoweringError(f"compute_at forms a cycle: {' -> '.join(seen + [st.name])}")
+        return st
+
+    def _level(self, placed: Placed, who: Stage, axis: IterVar) -> int:
+        lay = placed.layout
+        leaf = lay.resolve(axis)
+        if leaf is not None and lay.kind.get(leaf) == "grid":
+            return -1
+        if leaf is not None and leaf in lay.loops:
+            return lay.loops.index(leaf)
+        where = [a.name for a in lay.grid + lay.loops]
+        raise LoweringError(
+            f"compute_at({who.name}, {placed.name}.{axis.name}): {axis.name} is a tile axis (a vector dimension, "
+            f"not a loop) or not a loop of {placed.name}'s kernel; place {who.name} at one of "
+            f"{', '.join(f'{placed.name}.{w}' for w in where) or 'none (compute_root)'}")
+
+    def _place(self, stage: Stage, target: Placed | None, level: int, bound: dict) -> Placed:
+        lay = layout_of(stage, set(bound), target is None, self.config)
+        me = Placed(stage, lay, target, level, bound)
+        self.placed[stage.name] = me
+        for c in self.sched.caches:
+            if c.kind == "cache_read" and isinstance(c.attach, tuple) and c.attach[0] is stage:
+                me.caches[self._level(me, c, c.attach[1])].append(c)
+            elif c.kind == "cache_write" and isinstance(c.attach, tuple) and c.attach[0] is stage:
+                self._check_cache_write(c, me)
+        for other in self.sched.stages.values():
+            if isinstance(other.attach, tuple) and other.attach[0] is stage:
+                lvl = self._level(me, other, other.attach[1])
+                child = self._place(other, me, lvl, bound_axes(other, stage))
+                for axis, taxis in child.bound.items():
+                    if lay.axis_level(taxis) > lvl:
+                        loop = lay.loops[lay.axis_level(taxis)].name
+                        raise LoweringError(
+                            f"compute_at({other.name}, {stage.name}): {other.name}'s axis {axis.name} follows "
+                            f"{stage.name}'s loop {loop}, which runs inside the place chosen; place {other.name} at "
+                            f"{stage.name}.{loop} or further in")
+                side = me.producers if self.sched.related(other, stage) == "producer" else me.consumers
+                side[lvl].append(child)
+        return me
+
+    def _check_cache_write(self, c: Stage, placed: Placed) -> None:
+        st, axis = c.attach
+        if not st.tensor.is_reduction:
+            raise LoweringError(f"cache_write({st.name}, 'local'): {st.name} is not a reduction; there is no "
+                                f"accumulator to keep in registers")
+        inner = {r.inner for r in st.relations if isinstance(r, Split)}
+        legal = []
+        for a in st.leaves:
+            if a.kind == "reduce":
+                break
+            if a not in inner:
+                legal.append(a)
+        if axis not in legal:
+            raise LoweringError(f"{c.name}.compute_at({st.name}, {axis.name}): the accumulator must live outside "
+                                f"the reduction loops; place it at one of {', '.join(a.name for a in legal)}")
