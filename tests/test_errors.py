@@ -649,12 +649,27 @@ def test_compute_at_inside_reduction_loop_is_illegal():
     s[Y].compute_at(s[C], ax["jo"])  # the suggested place is accepted
 
 
-def test_reorder_after_compute_at_is_rechecked_at_lowering():
+def test_reorder_after_compute_at_moves_a_grid_axis_only_in_name():
+    """Grid axes run outermost whatever the order says, so this reorder keeps Y after the k loop."""
     s, (A, W, C, Y), ax = gemm_silu_schedule()
     s[Y].compute_at(s[C], ax["jo"])
-    s[C].reorder(ax["ko"], ax["jo"])  # now jo runs inside the reduction loop
-    with pytest.raises(tc.IllegalScheduleError, match=r"build\(Y, C.jo\) makes Y read C before C's reduction over k "
-                                                      r"is complete.*Legal locations for Y are: C.io") as info:
+    s[C].reorder(ax["ko"], ax["jo"])
+    assert "Y_val" in tc.lower(s).source()
+
+
+def test_reorder_puts_a_serial_spatial_loop_inside_the_reduction():
+    s, (A, W, C, Y), ax = gemm_silu_schedule(bind_jo=False)
+    s[Y].compute_at(s[C], ax["jo"])
+    s[C].reorder(ax["ko"], ax["jo"])  # not lowerable yet: the primitive leaves it to build
+    with pytest.raises(tc.LoweringError, match=r"C: spatial loop jo runs inside reduction loop ko"):
+        tc.lower(s)
+
+
+def test_build_rechecks_a_schedule_changed_behind_the_primitives():
+    s, (A, W, C, Y), ax = gemm_silu_schedule()
+    s[Y].attach = (s[C], ax["ko"])  # bypasses compute_at's check
+    with pytest.raises(tc.IllegalScheduleError, match=r"build makes Y read C before C's reduction over k "
+                                                      r"is complete.*Legal locations for Y are: C.io, C.jo") as info:
         tc.lower(s)
     assert info.value.primitive == "build" and info.value.reason == "rounding"
 

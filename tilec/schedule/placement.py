@@ -155,7 +155,7 @@ def layout_of(stage: Stage, fixed: set, root: bool, config: dict) -> Layout:
     return Layout(st, fixed, root, config)
 
 
-@dataclass
+@dataclass(eq=False)
 class Placed:
     """A stage in a kernel: its loops, and where it sits in its target's loop nest."""
 

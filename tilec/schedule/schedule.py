@@ -7,12 +7,14 @@ fuse: (a, b) -> a*ext(b) + b) and its leaf order, which is what `tilec.poly` tur
 
 from __future__ import annotations
 
+import copy
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import networkx as nx
 
-from tilec.errors import ArgumentError, IllegalScheduleError
+from tilec.errors import ArgumentError, IllegalScheduleError, LoweringError
 from tilec.ir.expr import Const, IterVar
 from tilec.ir.tensor import Tensor, stage_graph
 from tilec.schedule.knob import Knob
@@ -34,6 +36,50 @@ class Fuse:
     outer: IterVar
     inner: IterVar
     fused: IterVar
+
+
+def checked(fn):
+    """Make a primitive atomic and checked: after it runs, isl checks the whole schedule (knobs at
+    their defaults); if the schedule became illegal the primitive is undone and the error raised.
+    A schedule that cannot be lowered yet (e.g. a tile awaiting its next split) is checked at build."""
+    @functools.wraps(fn)
+    def run(self, *args, **kwargs):
+        sched = self.sched
+        if sched._in_primitive or self.quiet:
+            return fn(self, *args, **kwargs)
+        saved = self._snapshot()
+        sched._in_primitive = True
+        try:
+            result = fn(self, *args, **kwargs)
+            from tilec.poly.legality import check_schedule
+            call = _call_text(fn.__name__, self, args)
+            try:
+                check_schedule(sched, primitive=call, stage=self if self.kind == "compute" else None)
+            except LoweringError:
+                pass  # not lowerable yet: tc.build checks it again with the real config
+        except BaseException:
+            self._restore(saved)
+            raise
+        finally:
+            sched._in_primitive = False
+        return result
+    return run
+
+
+def _call_text(name: str, stage, args) -> str:
+    parts = []
+    for a in args:
+        if isinstance(a, Stage):
+            parts.append(a.name)
+        elif isinstance(a, IterVar):
+            owner = stage.attach[0].name if name == "compute_at" and isinstance(stage.attach, tuple) else stage.name
+            parts.append(f"{owner}.{a.name}")
+        else:
+            parts.append(repr(a))
+    if name == "compute_at":
+        parts = [f"{stage.name}"] + parts[1:]
+        return f"compute_at({', '.join(parts)})"
+    return f"{stage.name}.{name}({', '.join(parts)})"
 
 
 def _arg(n: int, name: str, prim: str, expected: str, got) -> ArgumentError:
@@ -74,6 +120,19 @@ class Stage:
     def __repr__(self):
         return f"Stage({self.name})"
 
+    _STATE = ("leaves", "relations", "attach", "binds", "pipelines", "unrolled", "warps", "touched", "_names")
+
+    def _snapshot(self) -> dict:
+        return {"stage": {k: copy.copy(getattr(self, k)) for k in self._STATE},
+                "log": len(self.sched.log), "knobs": dict(self.sched.knobs)}
+
+    def _restore(self, saved: dict) -> None:
+        for k, v in saved["stage"].items():
+            setattr(self, k, v)
+        del self.sched.log[saved["log"]:]
+        self.sched.knobs.clear()
+        self.sched.knobs.update(saved["knobs"])
+
     # -- helpers ------------------------------------------------------------------------------
     def _log(self, text: str) -> None:
         if not self.quiet:
@@ -113,6 +172,7 @@ class Stage:
         return IterVar(name, extent, kind)
 
     # -- loop structure -----------------------------------------------------------------------
+    @checked
     def split(self, axis: IterVar, factor) -> tuple[IterVar, IterVar]:
         """Split `axis` into (outer, inner) with inner extent `factor`: i -> (i // f, i % f).
 
@@ -134,6 +194,7 @@ class Stage:
         self._log(f"{self.name}: split({axis.name}, {factor!r}) -> {outer.name}, {inner.name}")
         return outer, inner
 
+    @checked
     def tile(self, x: IterVar, y: IterVar, fx, fy) -> tuple[IterVar, IterVar, IterVar, IterVar]:
         """Split x and y and order the result (xo, yo, xi, yi), as TVM's tile."""
         self._require_compute("tile")
@@ -146,6 +207,7 @@ class Stage:
         self.reorder(xo, yo, xi, yi)
         return xo, yo, xi, yi
 
+    @checked
     def reorder(self, *axes: IterVar) -> None:
         """Put the given axes in this order, in the positions they occupy now (TVM semantics)."""
         self._require_compute("reorder")
@@ -160,6 +222,7 @@ class Stage:
         self.touched = True
         self._log(f"{self.name}: reorder({', '.join(a.name for a in checked)})")
 
+    @checked
     def fuse(self, outer: IterVar, inner: IterVar) -> IterVar:
         """Fuse two adjacent axes into one: (a, b) -> a * extent(b) + b. Used for a 1-D grid."""
         self._require_compute("fuse")
@@ -184,6 +247,7 @@ class Stage:
         return fused
 
     # -- placement ----------------------------------------------------------------------------
+    @checked
     def compute_at(self, stage: Stage, axis: IterVar) -> Stage:
         """Compute this stage inside `stage`'s loop `axis`.
 
@@ -216,17 +280,11 @@ class Stage:
             if t is self:
                 raise ArgumentError(f"compute_at({self.name}, {stage.name}.{axis.name}): {stage.name} is itself "
                                     f"computed inside {self.name}, so this would make a cycle; compute_root one of them")
-        old = self.attach
         self.attach = (stage, axis)
-        from tilec.poly.legality import check_attach
-        try:
-            check_attach(self, "compute_at")
-        except IllegalScheduleError:
-            self.attach = old
-            raise
         self._log(f"{self.name}: compute_at({stage.name}, {axis.name})")
         return self
 
+    @checked
     def compute_inline(self) -> Stage:
         """Substitute this stage's expression into its readers; it gets no loops and no buffer."""
         self._require_compute("compute_inline")
@@ -240,6 +298,7 @@ class Stage:
         self._log(f"{self.name}: compute_inline()")
         return self
 
+    @checked
     def compute_root(self) -> Stage:
         """Compute this stage in a kernel of its own (the default for every stage)."""
         self._require_compute("compute_root")
@@ -248,6 +307,7 @@ class Stage:
         return self
 
     # -- how loops run ------------------------------------------------------------------------
+    @checked
     def bind(self, axis: IterVar, thread: str) -> None:
         """Run the iterations of `axis` as Triton programs: `bind(io, "program_id.0")`."""
         self._require_compute("bind")
@@ -271,6 +331,7 @@ class Stage:
         self.touched = True
         self._log(f"{self.name}: bind({axis.name}, {thread!r})")
 
+    @checked
     def pipeline(self, axis: IterVar, stages) -> None:
         """Software-pipeline the serial loop `axis` with `stages` buffers (tl.range num_stages)."""
         self._require_compute("pipeline")
@@ -289,6 +350,7 @@ class Stage:
         self.warps = _factor(n, 1, "n", "num_warps", self.sched.knobs)
         self._log(f"{self.name}: num_warps({self.warps!r})")
 
+    @checked
     def unroll(self, axis: IterVar) -> None:
         """Unroll the loop `axis` (its extent must be a constant): tl.static_range."""
         self._require_compute("unroll")
@@ -313,6 +375,7 @@ class Schedule:
         self.stages: dict[str, Stage] = {
             n: Stage(self, t) for n, t in self.tensors.items() if not t.is_placeholder}
         self.caches: list[Stage] = []
+        self._in_primitive = False
 
     def __getitem__(self, tensor) -> Stage:
         name = tensor.name if isinstance(tensor, Tensor) else tensor

@@ -1,0 +1,182 @@
+"""The polyhedral model of a computation, built once per schedule with isl: statements and their
+iteration domains, read and write accesses, and the dependences of the original program.
+
+Statements: a reduction stage T has `_init_T[i, j]` (T = identity) and `T[i, j, k]` (T = T op body);
+an elementwise stage has `T[i, j]`. Inlined stages are substituted into their readers first. Sizes are
+isl parameters. Dependences (flow, anti, output) come from `UnionAccessInfo.compute_flow` on the
+definition order (stages in topological order, each nest in its natural order), as PPCG computes them.
+"""
+
+from __future__ import annotations
+
+import islpy as isl
+
+from tilec.ir.expr import Binary, Cast, Const, Expr, IterVar, Load, Reduce, SizeVar, substitute, walk
+from tilec.schedule.knob import Knob
+
+
+class NotAffine(Exception):
+    """An index or extent isl cannot represent exactly (the model then over-approximates)."""
+
+
+def aff(e: Expr, names: dict, config: dict) -> str:
+    """isl text of an integer expression of axes (`names`: IterVar -> isl name), sizes and knobs."""
+    if isinstance(e, Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
+        return str(e.value)
+    if isinstance(e, SizeVar):
+        return e.name
+    if isinstance(e, Knob):
+        return str(config[e.knob_name])
+    if isinstance(e, IterVar):
+        if e not in names:
+            raise NotAffine(e.name)
+        return names[e]
+    if isinstance(e, Binary):
+        if e.op in ("+", "-"):
+            return f"({aff(e.a, names, config)} {e.op} {aff(e.b, names, config)})"
+        if e.op == "*":
+            a, b = aff(e.a, names, config), aff(e.b, names, config)
+            if not (a.lstrip("-").isdigit() or b.lstrip("-").isdigit()):
+                raise NotAffine(repr(e))
+            return f"({a} * {b})"
+        if e.op in ("//", "%", "cdiv"):
+            b = aff(e.b, names, config)
+            if not b.isdigit() or int(b) <= 0:
+                raise NotAffine(repr(e))
+            a = aff(e.a, names, config)
+            if e.op == "//":
+                return f"floor(({a})/{b})"
+            if e.op == "cdiv":
+                return f"floor(({a} + {int(b) - 1})/{b})"
+            return f"(({a}) mod {b})"
+    raise NotAffine(repr(e))
+
+
+class Statement:
+    """One statement: its isl name, its stage, its variables (original axes -> isl names), domain."""
+
+    def __init__(self, name: str, stage: str, axes: list, kind: str):
+        self.name, self.stage, self.axes, self.kind = name, stage, axes, kind  # kind: init|update|compute
+        self.names = {a: f"_a{n}" for n, a in enumerate(axes)}
+
+    @property
+    def vars(self) -> str:
+        return ", ".join(self.names[a] for a in self.axes)
+
+
+class PolyModel:
+    """Domains, accesses and dependences of a schedule's computation (independent of its loops)."""
+
+    def __init__(self, sched):
+        self.sched = sched
+        self.ctx = isl.Context()  # one context per model: isl contexts are not shared (isl.md pitfall 6)
+        sizes = dict.fromkeys(n.name for t in sched.tensors.values() for e in t.shape for n in walk(e)
+                              if isinstance(n, SizeVar))
+        self.params = list(sizes)
+        self.pre = f"[{', '.join(self.params)}] -> "
+        self.stmts: dict[str, Statement] = {}
+        self.stage_stmts: dict[str, list[Statement]] = {}
+        for name, st in sched.stages.items():
+            t = st.tensor
+            if st.attach == "inline":
+                continue
+            if t.is_reduction:
+                out = [Statement(f"_init_{name}", name, list(t.axis), "init"),
+                       Statement(name, name, list(t.axis) + list(t.reduce_axis), "update")]
+            else:
+                out = [Statement(name, name, list(t.axis), "compute")]
+            self.stage_stmts[name] = out
+            for s in out:
+                self.stmts[s.name] = s
+        self.domain = self._union_set([self._domain_text(s) for s in self.stmts.values()])
+        reads, writes = [], []
+        for s in self.stmts.values():
+            t = sched.tensors[s.stage]
+            spatial = ", ".join(s.names[a] for a in t.axis)
+            writes.append(f"{s.name}[{s.vars}] -> {t.name}[{spatial}]")
+            if s.kind == "update":
+                reads.append(f"{s.name}[{s.vars}] -> {t.name}[{spatial}]")
+            if s.kind != "init":
+                body = t.body.body if isinstance(t.body, Reduce) else t.body
+                reads += self._reads(s, body)
+        self.reads = self._union_map(reads).intersect_domain(self.domain)
+        self.writes = self._union_map(writes).intersect_domain(self.domain)
+        self.order = self._original_order()
+        raw = self._flow(self.reads, must=self.writes).get_may_dependence()
+        false = self._flow(self.writes, must=self.writes, may=self.writes.union(self.reads)).get_may_dependence()
+        self.raw = raw.coalesce()
+        self.deps = raw.union(false).coalesce()
+        self.dep_maps = [self.deps.get_map_list().get_at(i) for i in range(self.deps.n_map())]
+
+    # -- building blocks ------------------------------------------------------------------------
+    def _union_set(self, parts: list[str]) -> isl.UnionSet:
+        return isl.UnionSet.read_from_str(self.ctx, self.pre + "{ " + "; ".join(parts) + " }")
+
+    def _union_map(self, parts: list[str]) -> isl.UnionMap:
+        if not parts:
+            return isl.UnionMap.read_from_str(self.ctx, self.pre + "{ }")
+        return isl.UnionMap.read_from_str(self.ctx, self.pre + "{ " + "; ".join(parts) + " }")
+
+    def _domain_text(self, s: Statement) -> str:
+        bounds = [f"0 <= {s.names[a]} < {aff(a.extent, {}, {})}" for a in s.axes]
+        return f"{s.name}[{s.vars}]" + (" : " + " and ".join(bounds) if bounds else "")
+
+    def _inline(self, body: Expr) -> Expr:
+        """Substitute inlined stages (keeping their rounding as a cast) until none is left."""
+        def sub(n):
+            if isinstance(n, Load) and n.tensor.name in self.sched.stages \
+                    and self.sched.stages[n.tensor.name].attach == "inline":
+                m = dict(zip(n.tensor.axis, n.indices))
+                inner = substitute(n.tensor.body, lambda x: m.get(x) if isinstance(x, IterVar) else None)
+                return Cast(self._inline(inner), n.tensor.dtype)
+            return None
+        return substitute(body, sub)
+
+    def _reads(self, s: Statement, body: Expr) -> list[str]:
+        out = []
+        for node in walk(self._inline(body)):
+            if not isinstance(node, Load) or node.tensor.name not in self.stage_stmts:
+                continue  # inputs have no writers: no dependence can start there
+            t = node.tensor
+            try:
+                idx = [aff(i, s.names, {}) for i in node.indices]
+                out.append(f"{s.name}[{s.vars}] -> {t.name}[{', '.join(idx)}]")
+            except NotAffine:  # unknown position: may read any element
+                dims = [f"_x{d}" for d in range(t.ndim)]
+                rng = " and ".join(f"0 <= _x{d} < {aff(e, {}, {})}" for d, e in enumerate(t.shape))
+                out.append(f"{s.name}[{s.vars}] -> {t.name}[{', '.join(dims)}]" + (f" : {rng}" if rng else ""))
+        return out
+
+    def _original_order(self) -> isl.UnionMap:
+        width = max(len(s.axes) for s in self.stmts.values()) + 2
+        parts = []
+        for pos, stmts in enumerate(self.stage_stmts.values()):
+            for s in stmts:
+                dims = [str(pos), "1" if s.kind == "update" else "0"] + [s.names[a] for a in s.axes]
+                dims += ["0"] * (width - len(dims))
+                parts.append(f"{s.name}[{s.vars}] -> [{', '.join(dims)}]")
+        return self._union_map(parts).intersect_domain(self.domain)
+
+    def _flow(self, sink, must=None, may=None):
+        ai = isl.UnionAccessInfo.from_sink(sink)
+        if must is not None:
+            ai = ai.set_must_source(must)
+        if may is not None:
+            ai = ai.set_may_source(may)
+        return ai.set_schedule_map(self.order).compute_flow()
+
+    def is_flow(self, dep: isl.Map) -> bool:
+        """Whether some instance pair of `dep` is a read of a value written (not only an order)."""
+        return not dep.intersect(isl.Map.from_union_map(
+            self.raw.intersect_domain(isl.UnionSet.from_set(dep.domain()))
+            .intersect_range(isl.UnionSet.from_set(dep.range())))).is_empty() \
+            if not self.raw.is_empty() else False
+
+
+def model_of(sched) -> PolyModel:
+    """The model of `sched`'s computation, built on first use and kept on the schedule."""
+    key = tuple((n, st.attach == "inline") for n, st in sched.stages.items())
+    cached = getattr(sched, "_poly_model", None)
+    if cached is None or cached[0] != key:
+        sched._poly_model = (key, PolyModel(sched))
+    return sched._poly_model[1]

@@ -1,0 +1,178 @@
+"""The schedule of every statement as an isl map into one anonymous time space, read off the
+placement plan (the same plan the lowering emits).
+
+A time vector is: [kernel, grid coordinates (padded to the same count in every kernel), then per loop
+level a position and the loop's value, then the tile coordinates]. A stage placed in another's loop
+starts with that stage's vector up to the loop, then its position among what is placed there
+(producers, the loop's own body, consumers). Where a placement does not fix a loop's value (a stage
+recomputed in every iteration of a loop it does not depend on) that coordinate is free in its range.
+A fused axis is kept as its components, which preserves the lexicographic order without the
+non-affine product of a symbolic extent.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import islpy as isl
+
+from tilec.poly.model import NotAffine, PolyModel, aff
+from tilec.schedule.placement import Placed, Plan
+from tilec.schedule.schedule import Fuse, Split
+
+_VAR = re.compile(r"\b_a\d+\b")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One time coordinate: an affine value, or free in [0, ext); `label` says which loop it is."""
+
+    value: str | None
+    ext: str | None = None
+    label: str = ""
+
+
+def _const(n: int, label: str = "") -> Entry:
+    return Entry(str(n), None, label)
+
+
+class TimeMaps:
+    """Builds `maps[stmt] : stmt instance -> time` for every statement of `model` under `plan`."""
+
+    def __init__(self, model: PolyModel, plan: Plan):
+        self.model, self.plan, self.config = model, plan, plan.config
+        self.names = {p.name: {a: f"_a{n}" for n, a in enumerate(list(p.stage.tensor.axis)
+                                                                   + list(p.stage.tensor.reduce_axis))}
+                      for p in plan.placed.values()}
+        self.leaf = {name: self._leaf_entries(p) for name, p in plan.placed.items()}
+        self.kernel_index = {}
+        for k, root in enumerate(plan.kernels):
+            for p in self._walk(root):
+                self.kernel_index[p.name] = k
+        self.G = max((len(self._grid(r)) for r in plan.kernels), default=0)
+        vectors: dict[str, list[Entry]] = {}
+        for p in plan.placed.values():
+            for stmt in model.stage_stmts.get(p.name, []):
+                vectors[stmt.name] = self._vector(p, stmt.kind)
+        self.D = max((len(v) for v in vectors.values()), default=1)
+        self.labels = {}
+        self.maps: dict[str, isl.Map] = {}
+        for name, vec in vectors.items():
+            vec = vec + [_const(0)] * (self.D - len(vec))
+            self.labels[name] = [e.label for e in vec]
+            self.maps[name] = self._map(model.stmts[name], vec)
+
+    # -- the plan as entries ----------------------------------------------------------------------
+    def _walk(self, p: Placed):
+        yield p
+        for side in (p.producers, p.consumers):
+            for lst in side.values():
+                for q in lst:
+                    yield from self._walk(q)
+
+    def _leaf_entries(self, p: Placed) -> dict:
+        """Each leaf of p's layout (and each original axis) as entries in p's variables."""
+        st, names = p.layout.stage, self.names[p.name]
+        vals = {a: [Entry(names[a], aff(a.extent, {}, self.config), a.name)] for a in names}
+        for rel in st.relations:
+            if isinstance(rel, Split):
+                parent = vals[rel.parent]
+                if len(parent) != 1:
+                    raise NotAffine(f"split of the fused axis {rel.parent.name}")
+                v, ext = parent[0].value, parent[0].ext
+                f = rel.factor if isinstance(rel.factor, int) else self.config[rel.factor.knob_name]
+                vals[rel.outer] = [Entry(f"floor(({v})/{f})", f"floor(({ext} + {f - 1})/{f})", rel.outer.name)]
+                vals[rel.inner] = [Entry(f"(({v}) mod {f})", str(f), rel.inner.name)]
+            elif isinstance(rel, Fuse):
+                vals[rel.fused] = vals[rel.outer] + vals[rel.inner]
+        return vals
+
+    def _grid(self, p: Placed) -> list[Entry]:
+        out = []
+        for a in p.layout.grid:
+            out += [Entry(e.value, e.ext, f"{p.name}.{a.name} (grid)") for e in self.leaf[p.name][a]]
+        return out
+
+    def _items(self, p: Placed, level: int) -> list:
+        """What runs in p's loop `level`, in order: producers, p's own part, consumers."""
+        own = ["INIT", "INNER"] if (p.stage.tensor.is_reduction and level == p.layout.first_reduce - 1) \
+            else ["INNER"]
+        return list(p.producers.get(level, [])) + own + list(p.consumers.get(level, []))
+
+    def _pos(self, p: Placed, level: int, what) -> Entry:
+        items = self._items(p, level)
+        idx = next(n for n, it in enumerate(items) if it is what or (isinstance(it, str) and it == what))
+        return _const(idx, f"position in {p.name}'s loop {level}")
+
+    def _loop(self, p: Placed, n: int) -> list[Entry]:
+        a = p.layout.loops[n]
+        return [Entry(e.value, e.ext, f"{p.name}.{a.name}") for e in self.leaf[p.name][a]]
+
+    def _translate(self, entries: list[Entry], src: Placed, dst: Placed) -> list[Entry]:
+        """Entries in src's variables rewritten in dst's (dst follows src through dst.bound)."""
+        rename = {self.names[src.name][ta]: self.names[dst.name][xa] for xa, ta in dst.bound.items()}
+        out = []
+        for e in entries:
+            if e.value is None:
+                out.append(e)
+                continue
+            used = set(_VAR.findall(e.value))
+            if used - set(rename):
+                out.append(Entry(None, e.ext, e.label))  # not fixed by dst: recomputed for every value
+            else:
+                out.append(Entry(_VAR.sub(lambda m: rename[m.group(0)], e.value), e.ext, e.label))
+        return out
+
+    def _base(self, p: Placed) -> list[Entry]:
+        if p.target is None:
+            return [_const(self.kernel_index[p.name], "kernel")]
+        t = p.target
+        prefix = self._base(t) + self._grid_padded(t)
+        if p.level >= 0:
+            prefix.append(self._pos(t, -1, "INNER"))
+            for n in range(p.level + 1):
+                prefix += self._loop(t, n)
+                if n < p.level:
+                    prefix.append(self._pos(t, n, "INNER"))
+        return self._translate(prefix, t, p) + [self._pos(t, p.level, p)]
+
+    def _grid_padded(self, p: Placed) -> list[Entry]:
+        if p.target is not None:
+            return []
+        g = self._grid(p)
+        return g + [_const(0)] * (self.G - len(g))
+
+    def _tiles(self, p: Placed, axis) -> list[Entry]:
+        if axis in p.bound:
+            return self._translate(self._tiles(p.target, p.bound[axis]), p.target, p)
+        out = []
+        for leaf in p.layout.tiles:
+            if axis in p.layout.origin[leaf]:
+                out += self.leaf[p.name][leaf]
+        return out
+
+    def _vector(self, p: Placed, kind: str) -> list[Entry]:
+        vec = self._base(p) + self._grid_padded(p)
+        lay = p.layout
+        last = lay.first_reduce - 1 if kind == "init" else len(lay.loops) - 1
+        vec.append(self._pos(p, -1, "INIT" if kind == "init" and last == -1 else "INNER"))
+        for n in range(last + 1):
+            vec += self._loop(p, n)
+            vec.append(self._pos(p, n, "INIT" if kind == "init" and n == last else "INNER"))
+        axes = p.stage.tensor.axis if kind == "init" else list(p.stage.tensor.axis) + list(p.stage.tensor.reduce_axis)
+        for a in axes:
+            vec += self._tiles(p, a)
+        return vec
+
+    def _map(self, stmt, vec: list[Entry]) -> isl.Map:
+        cons = []
+        for n, e in enumerate(vec):
+            if e.value is not None:
+                cons.append(f"_t{n} = {e.value}")
+            else:
+                cons.append(f"0 <= _t{n} < {e.ext}")
+        dims = ", ".join(f"_t{n}" for n in range(len(vec)))
+        text = f"{self.model.pre}{{ {stmt.name}[{stmt.vars}] -> [{dims}] : {' and '.join(cons)} }}"
+        m = isl.Map.read_from_str(self.model.ctx, text)
+        return m.intersect_domain(isl.Set.from_union_set(self.model.domain.extract_set(m.get_space().domain())))
