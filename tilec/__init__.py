@@ -9,6 +9,7 @@ from tilec.errors import ArgumentError, IllegalScheduleError, LoweringError, Til
 from tilec.ir import (
     Tensor,
     abs,
+    assume,
     compute,
     exp,
     log,
@@ -28,6 +29,7 @@ from tilec.ir import (
     where,
 )
 from tilec.lower import lower
+from tilec.poly.footprint import analyze
 from tilec.runtime import Kernel, build
 from tilec.schedule import Knob, Schedule, Stage, create_schedule, knob
 
@@ -35,7 +37,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ArgumentError", "IllegalScheduleError", "Kernel", "Knob", "LoweringError", "Schedule", "Stage",
-    "Tensor", "TilecError", "abs", "build", "compute", "create_schedule", "exp", "knob", "log", "lower",
+    "Tensor", "TilecError", "abs", "analyze", "assume", "build", "compute", "create_schedule", "exp", "knob", "log", "lower",
     "max", "maximum", "min", "minimum", "placeholder", "reduce_axis", "rsqrt", "sigmoid", "silu",
     "size_vars", "sqrt", "sum", "tanh", "where",
 ]

@@ -14,6 +14,7 @@ from tilec.ir.expr import (
     Unary,
     Where,
     abs,
+    assume,
     exp,
     log,
     max,
@@ -33,6 +34,7 @@ from tilec.ir.expr import (
 from tilec.ir.tensor import Tensor, compute, placeholder, stage_graph
 
 __all__ = [
+    "assume",
     "DTYPES", "Binary", "Call", "Cast", "Const", "Expr", "IterVar", "Load", "Reduce", "SizeVar",
     "Tensor", "Unary", "Where", "abs", "check_dtype", "compute", "exp", "log", "max", "maximum", "min",
     "minimum", "placeholder", "reduce_axis", "rsqrt", "sigmoid", "silu", "size_vars", "sqrt",

@@ -89,12 +89,17 @@ class Const(Expr):
 
 
 class SizeVar(Expr):
-    """A symbolic size (`M, N, K = tc.size_vars("M N K")`): one kernel serves many shapes."""
+    """A symbolic size (`M, N, K = tc.size_vars("M N K")`): one kernel serves many shapes.
+
+    Facts stated with `tc.assume` (e.g. `M % 64 == 0`) are kept on the size; isl uses them to drop
+    masks, and every call checks that the tensors' sizes satisfy them.
+    """
 
     dtype = "int32"
 
     def __init__(self, name: str):
         self.name = check_name(name, "size_vars")
+        self.facts: list[Expr] = []
 
     def __repr__(self):
         return self.name
@@ -147,6 +152,14 @@ class Binary(Expr):
             self.dtype = "bool" if self.a.dtype == self.b.dtype == "bool" else _promote(self.a, self.b)
         else:
             self.dtype = _promote(self.a, self.b)
+
+    def __eq__(self, other):
+        """`M % 64 == 0` builds a fact for tc.assume; other comparisons of nodes are by identity."""
+        if self.op == "%" and isinstance(other, int) and not isinstance(other, bool):
+            return Binary("==", self, other)
+        return self is other
+
+    __hash__ = Expr.__hash__
 
     def children(self):
         return (self.a, self.b)
@@ -242,6 +255,23 @@ def size_vars(names: str | Iterable[str]) -> tuple[SizeVar, ...]:
     if not out:
         raise ArgumentError("size_vars: expected at least one name, e.g. tc.size_vars('M N K')")
     return out
+
+
+_FACT_OPS = ("<", "<=", ">", ">=", "==", "!=")
+
+
+def assume(fact) -> None:
+    """State a fact about sizes that isl may use: `tc.assume(M % 64 == 0)`, `tc.assume(K >= 128)`,
+    `tc.assume(N.eq(4096))`. Kernels then check it on every call (ArgumentError if it fails)."""
+    if not (isinstance(fact, Binary) and fact.op in _FACT_OPS):
+        raise ArgumentError(f"tc.assume: expected a comparison of sizes, such as M % 64 == 0 or K >= 128, "
+                            f"got {fact!r}")
+    sizes = [n for n in walk(fact) if isinstance(n, SizeVar)]
+    bad = [n for n in walk(fact) if not isinstance(n, (SizeVar, Const, Binary))]
+    if bad or not sizes:
+        raise ArgumentError(f"tc.assume: a fact may only use sizes and ints, got {fact!r}")
+    for sv in dict.fromkeys(sizes):
+        sv.facts.append(fact)
 
 
 def reduce_axis(extent, name: str) -> IterVar:
@@ -372,6 +402,9 @@ def evaluate(expr: Expr, env: dict) -> int:
             return -(-a // b)
         if expr.op in ("max", "min"):
             return builtins.max(a, b) if expr.op == "max" else builtins.min(a, b)
+        cmp = {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "==": a == b, "!=": a != b}
+        if expr.op in cmp:
+            return cmp[expr.op]
     raise ArgumentError(f"cannot evaluate {expr!r} as an integer size")
 
 

@@ -39,6 +39,7 @@ from tilec.ir.expr import (
 )
 from tilec.lower import targets
 from tilec.lower.nest import Comment, For, KernelIR, Param, Stmt
+from tilec.poly.masks import needs_mask
 from tilec.schedule.knob import Knob, factor_value
 from tilec.schedule.placement import Placed
 from tilec.schedule.schedule import Fuse, Split, Stage
@@ -134,6 +135,8 @@ class KernelBuilder:
         if isinstance(e, Const):
             return repr(e.value)
         if isinstance(e, SizeVar):
+            if e.name in self.p.specialize:
+                return str(self.p.specialize[e.name])
             return self._param(e.name, "size")
         if isinstance(e, Knob):
             return self._param(e.knob_name, "constexpr")
@@ -392,7 +395,7 @@ class KernelBuilder:
                 name = self.fresh(f"offs_{axis.name}")
                 stmts.append(Stmt(f"{name} = {code}", None))
                 mask = None
-                if lay.needs_mask(axis, self.config):
+                if needs_mask(lay, axis, self.config, self.p.facts):
                     mask = self.fresh(f"mask_{axis.name}")
                     stmts.append(Stmt(f"{mask} = {name} < {self.scalar(axis.extent)}", None))
                 env[axis] = AxisVal(name, v.dims, level_of[axis], mask)

@@ -8,6 +8,7 @@ from tilec.errors import LoweringError
 from tilec.lower.builder import KernelBuilder
 from tilec.lower.nest import KernelIR, render_nest, render_triton
 from tilec.poly.legality import check_schedule
+from tilec.poly.masks import facts_of
 from tilec.schedule.knob import resolve_config
 from tilec.schedule.placement import Plan
 from tilec.schedule.schedule import Schedule
@@ -19,13 +20,15 @@ class Program:
     """A lowered schedule: kernels (loop-nest IR) in launch order and the buffers between them."""
 
     def __init__(self, sched: Schedule, config=None, *, target: str = "cuda", int64: bool = False,
-                 outputs=None):
+                 outputs=None, specialize=None):
         if target not in TARGETS:
             raise LoweringError(f"target must be one of {TARGETS}, got {target!r}")
         self.sched, self.target, self.int64 = sched, target, int64
         self.config = resolve_config(sched.knobs, config)
         self.uses_libdevice = False
-        check_schedule(sched)
+        self.specialize = dict(specialize or {})
+        self.facts = facts_of(sched, self.specialize)
+        check_schedule(sched, self.config, outputs=outputs)
         self.plan = Plan(sched, self.config, outputs)
         self.stored, self.buffers = self.plan.stored, self.plan.buffers
         self.kernels: list[KernelIR] = [KernelBuilder(self, root).build() for root in self.plan.kernels]
@@ -44,7 +47,8 @@ class Program:
         return "\n".join(parts)
 
 
-def lower(sched: Schedule, config=None, *, target: str = "cuda") -> Program:
+def lower(sched: Schedule, config=None, *, target: str = "cuda", specialize=None) -> Program:
     """Lower a schedule under `config` (knob name -> value; defaults for the rest). `print()` the
-    result to read the loop nests; `.source()` is the Triton module that `tc.build` compiles."""
-    return Program(sched, config, target=target)
+    result to read the loop nests; `.source()` is the Triton module that `tc.build` compiles.
+    `specialize` (size name -> int) bakes sizes in as constants (masks dropped where isl proves it)."""
+    return Program(sched, config, target=target, specialize=specialize)

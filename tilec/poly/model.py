@@ -132,10 +132,10 @@ class PolyModel:
             return None
         return substitute(body, sub)
 
-    def _reads(self, s: Statement, body: Expr) -> list[str]:
+    def _reads(self, s: Statement, body: Expr, inputs: bool = False) -> list[str]:
         out = []
         for node in walk(self._inline(body)):
-            if not isinstance(node, Load) or node.tensor.name not in self.stage_stmts:
+            if not isinstance(node, Load) or (node.tensor.name not in self.stage_stmts and not inputs):
                 continue  # inputs have no writers: no dependence can start there
             t = node.tensor
             try:
@@ -164,6 +164,16 @@ class PolyModel:
         if may is not None:
             ai = ai.set_may_source(may)
         return ai.set_schedule_map(self.order).compute_flow()
+
+    def reads_of(self, stmt: Statement, tensor: str) -> isl.Map | None:
+        """stmt's reads of `tensor` (inputs included), for footprints."""
+        t = self.sched.tensors[stmt.stage]
+        body = t.body.body if isinstance(t.body, Reduce) else t.body
+        parts = [r for r in self._reads(stmt, body, inputs=True) if f"-> {tensor}[" in r]
+        if not parts:
+            return None
+        um = self._union_map(parts).intersect_domain(self.domain)
+        return isl.Map.from_union_map(um)
 
     def is_flow(self, dep: isl.Map) -> bool:
         """Whether some instance pair of `dep` is a read of a value written (not only an order)."""

@@ -152,6 +152,14 @@ class TimeMaps:
                 out += self.leaf[p.name][leaf]
         return out
 
+    def prefix_length(self, p: Placed, level: int) -> int:
+        """How many time coordinates of p's statements fix an iteration of p's loop `level` (-1: the
+        program): its base, the grid, and the loops down to `level` with their positions."""
+        n = len(self._base(p)) + len(self._grid_padded(p))
+        if level >= 0:
+            n += 1 + sum(len(self._loop(p, m)) for m in range(level + 1)) + level
+        return n
+
     def _vector(self, p: Placed, kind: str) -> list[Entry]:
         vec = self._base(p) + self._grid_padded(p)
         lay = p.layout

@@ -52,7 +52,7 @@ def load_module(source: str):
 class Kernel:
     """A built schedule: call it on torch tensors. `.source` is the Triton code, `.config` the knobs."""
 
-    def __init__(self, sched: Schedule, args, config=None):
+    def __init__(self, sched: Schedule, args, config=None, specialize=None):
         if not isinstance(args, (list, tuple)) or not all(isinstance(a, Tensor) for a in args):
             raise ArgumentError(f"argument 2, 'args' to build: expected a list of tensors (inputs, then "
                                 f"outputs), got {args!r}")
@@ -74,6 +74,7 @@ class Kernel:
                 raise ArgumentError(f"build: {t.name} is an output of the schedule; list it in args")
         self.sched = sched
         self._config_arg = config
+        self.specialize = dict(specialize or {})
         self.target = triton_compat.target()
         self._programs: dict[bool, Program] = {}
         self.program = self._program(False)
@@ -92,7 +93,7 @@ class Kernel:
     def _program(self, int64: bool) -> Program:
         if int64 not in self._programs:
             self._programs[int64] = Program(self.sched, self._config_arg, target=self.target, int64=int64,
-                                            outputs=self.outputs)
+                                            outputs=self.outputs, specialize=self.specialize)
         return self._programs[int64]
 
     @property
@@ -102,6 +103,12 @@ class Kernel:
 
     def lower(self) -> Program:
         return self.program
+
+    @property
+    def resources(self):
+        """Footprints and shared-memory/register estimates per kernel under this config (isl)."""
+        from tilec.poly.footprint import analyze
+        return analyze(self.sched, self.config)
 
     # -- call -----------------------------------------------------------------------------------
     def _bind(self, tensors) -> dict[str, int]:
@@ -131,6 +138,14 @@ class Kernel:
                 bound = f" with {', '.join(f'{k}={v}' for k, v in env.items())}" if env else ""
                 raise ArgumentError(f"{t.name}: expected shape {tuple(want_shape)} ({_shape_text(t)}{bound}), "
                                     f"got {tuple(x.shape)}")
+        for name, value in self.specialize.items():
+            if env.get(name) != value:
+                raise ArgumentError(f"this kernel is specialized for {name}={value}, but the tensors give "
+                                    f"{name}={env.get(name)}; build another kernel for that size")
+        for fact in self.program.facts:
+            if not isinstance(fact, tuple) and not evaluate(fact, env):
+                raise ArgumentError(f"the sizes {', '.join(f'{k}={v}' for k, v in env.items())} break the fact "
+                                    f"tc.assume({fact!r}) this kernel was compiled with (its masks rely on it)")
         return env
 
     def __call__(self, *tensors, out=None):
@@ -221,12 +236,13 @@ def _size_vars(e):
     return [n for n in walk(e) if isinstance(n, SizeVar)]
 
 
-def build(sched: Schedule, args, config=None) -> Kernel:
+def build(sched: Schedule, args, config=None, specialize=None) -> Kernel:
     """Lower `sched` with `config` (knob name -> value) and return a callable `Kernel`.
 
     `args` lists the input placeholders and the outputs; call the kernel with the inputs (outputs
-    are allocated) or with inputs and outputs, or pass `out=`.
+    are allocated) or with inputs and outputs, or pass `out=`. `specialize` (size name -> int) bakes
+    sizes into the source as constants; calls with other sizes are refused.
     """
     if not isinstance(sched, Schedule):
         raise ArgumentError(f"argument 1, 'sched' to build: expected a Schedule, got {type(sched).__name__}")
-    return Kernel(sched, args, config)
+    return Kernel(sched, args, config, specialize)

@@ -98,18 +98,6 @@ class Layout:
                 return leaf
         return None
 
-    def needs_mask(self, axis: IterVar, config: dict) -> bool:
-        """Whether tiles of original `axis` may overrun its extent (no proof that each split divides)."""
-        for rel in self.stage.relations:
-            if isinstance(rel, Split) and self.origin[rel.parent] == {axis}:
-                ext = rel.parent.extent
-                f = factor_value(rel.factor, config)
-                if isinstance(ext, Knob):
-                    ext = Const(factor_value(ext, config), "int32")
-                if not isinstance(ext, Const) or ext.value % f:
-                    return True
-        return False
-
     def axis_level(self, axis: IterVar) -> int:
         """The depth of the innermost serial loop that original `axis` depends on (-1: none)."""
         return max((n for n, leaf in enumerate(self.loops) if axis in self.origin[leaf]), default=-1)

@@ -1,0 +1,63 @@
+"""Which partial-tile masks are needed: a mask on an axis is dropped only where isl proves that
+every split of it divides its extent, for all sizes allowed by the facts (`tc.assume`, constant
+shapes, shape specialization)."""
+
+from __future__ import annotations
+
+import functools
+
+import islpy as isl
+
+from tilec.ir.expr import SizeVar, walk
+from tilec.poly.model import NotAffine, aff
+from tilec.schedule.schedule import Split
+
+
+def facts_of(sched, specialize=None) -> list:
+    """Every fact stated on the schedule's sizes, plus `specialize` (size name -> value) as equalities."""
+    seen: dict[int, object] = {}
+    for t in sched.tensors.values():
+        for e in t.shape:
+            for n in walk(e):
+                if isinstance(n, SizeVar):
+                    for f in n.facts:
+                        seen.setdefault(id(f), f)
+    out = list(seen.values())
+    return out + [("==", name, value) for name, value in sorted((specialize or {}).items())]
+
+
+@functools.lru_cache(maxsize=4096)
+def _divides(extent: str, factor: int, params: tuple, facts: tuple) -> bool:
+    ctx = isl.DEFAULT_CONTEXT
+    pre = f"[{', '.join(params)}] -> " if params else ""
+    context = " and ".join((f"{extent} >= 1",) + facts)
+    bad = isl.Set.read_from_str(ctx, f"{pre}{{ : {context} and ({extent}) mod {factor} != 0 }}")
+    return bad.is_empty()
+
+
+def _fact_text(f) -> str:
+    if isinstance(f, tuple):
+        return f"{f[1]} = {f[2]}"
+    op = {"==": "=", "!=": "!="}.get(f.op, f.op)
+    return f"{aff(f.a, {}, {})} {op} {aff(f.b, {}, {})}"
+
+
+def needs_mask(layout, axis, config: dict, facts: list) -> bool:
+    """Whether tiles of original `axis` of the stage may overrun its extent."""
+    names = sorted({n.name for f in facts if not isinstance(f, tuple) for n in walk(f) if isinstance(n, SizeVar)}
+                   | {f[1] for f in facts if isinstance(f, tuple)})
+    try:
+        texts = tuple(_fact_text(f) for f in facts)
+    except NotAffine:
+        texts = ()
+    for rel in layout.stage.relations:
+        if isinstance(rel, Split) and layout.origin[rel.parent] == {axis}:
+            f = rel.factor if isinstance(rel.factor, int) else config[rel.factor.knob_name]
+            try:
+                ext = aff(rel.parent.extent, {}, config)
+            except NotAffine:
+                return True
+            params = sorted(set(names) | {n.name for n in walk(rel.parent.extent) if isinstance(n, SizeVar)})
+            if not _divides(ext, f, tuple(params), texts):
+                return True
+    return False
