@@ -103,27 +103,36 @@ class Layout:
         return max((n for n, leaf in enumerate(self.loops) if axis in self.origin[leaf]), default=-1)
 
 
+def _plain_map(producer, consumer) -> dict | None:
+    """producer axis -> consumer axis at the first plain read `producer[i, j]` in consumer's body."""
+    for node in walk(consumer.body):
+        if isinstance(node, Load) and node.tensor is producer and all(isinstance(i, IterVar) for i in node.indices) \
+                and len(set(node.indices)) == len(node.indices):
+            return dict(zip(producer.axis, node.indices))
+    return None
+
+
 def bound_axes(x: Stage, target: Stage) -> dict[IterVar, IterVar]:
     """For `x` placed in `target`'s loop: which of x's axes follow which of target's axes.
 
-    They exchange values at a plain access (`C[i, j]` in Y's body, or `G[i, j]` in Y's body for a
-    producer G): the index variables name the axes that correspond.
+    Along the chain of reads between them (`C[i, j]` in Y's body, directly or through stages in
+    between), each plain access says which index variable names which axis; composing them gives the
+    correspondence. A stage with a shifted read on the way (a halo) cannot share loops.
     """
-    rel = x.sched.related(x, target)
-    reads, own = (x.tensor.body, target.tensor) if rel == "consumer" else (target.tensor.body, x.tensor)
-    for node in walk(reads):
-        if isinstance(node, Load) and node.tensor is own and all(isinstance(i, IterVar) for i in node.indices) \
-                and len(set(node.indices)) == len(node.indices):
-            if rel == "consumer":
-                bound = dict(zip(node.indices, own.axis))
-            else:
-                bound = {axis: idx for idx, axis in zip(node.indices, own.axis)}
-            break
-    else:
-        raise LoweringError(
-            f"compute_at({x.name}, {target.name}): not supported: {x.name} and {target.name} exchange values "
-            f"only at shifted or computed positions (a halo, as in a stencil); sharing loops needs a plain "
-            f"access like {own.name}[i, j]. Compute {x.name} at root instead")
+    sched = x.sched
+    rel = sched.related(x, target)
+    producer, consumer = (x, target) if rel == "producer" else (target, x)
+    path = nx.shortest_path(sched.graph, producer.tensor.name, consumer.tensor.name)
+    m = {a: a for a in producer.tensor.axis}
+    for p, c in zip(path, path[1:]):
+        step = _plain_map(sched.tensors[p], sched.tensors[c])
+        if step is None:
+            raise LoweringError(
+                f"compute_at({x.name}, {target.name}): not supported: {c} reads {p} only at shifted or computed "
+                f"positions (a halo, as in a stencil); sharing loops needs a plain access like {p}[i, j]. "
+                f"Compute {x.name} at root instead")
+        m = {a: step[v] for a, v in m.items() if v in step}
+    bound = m if rel == "producer" else {v: a for a, v in m.items()}
     if rel == "producer":
         free = [a.name for a in x.tensor.axis if a not in bound]
         if free:

@@ -265,8 +265,9 @@ class Stage:
         if self.kind == "compute" and self.sched.graph is not None:
             rel = self.sched.related(self, stage)
             if rel is None:
-                raise ArgumentError(f"compute_at: {self.name} neither reads nor is read by {stage.name}; a "
-                                    f"stage can only be computed inside a producer or consumer of it")
+                raise ArgumentError(f"compute_at: {self.name} neither reads nor is read by {stage.name} (directly "
+                                    f"or through other stages); a stage can only be computed inside a producer "
+                                    f"or consumer of it")
         if self.kind == "cache_read" and stage.tensor not in [r.tensor for r in self.readers]:
             readers = ", ".join(r.name for r in self.readers)
             raise ArgumentError(f"compute_at: {self.name} caches {self.tensor.name} for {readers}; place it "
@@ -393,10 +394,13 @@ class Schedule:
         return [t for t in self.tensors.values() if t.is_placeholder]
 
     def related(self, a: Stage, b: Stage) -> str | None:
-        """'producer' if a's tensor is read by b, 'consumer' if a reads b, else None."""
-        if self.graph.has_edge(a.tensor.name, b.tensor.name):
+        """'producer' if b reads a's tensor (directly or through other stages), 'consumer' if a reads
+        b's, else None."""
+        if a is b:
+            return None
+        if nx.has_path(self.graph, a.tensor.name, b.tensor.name):
             return "producer"
-        if self.graph.has_edge(b.tensor.name, a.tensor.name):
+        if nx.has_path(self.graph, b.tensor.name, a.tensor.name):
             return "consumer"
         return None
 
