@@ -101,6 +101,9 @@ def _message(v: Violation, sched, primitive: str, stage: str | None) -> str:
     src_t, dst_t = sched.tensors[v.src.stage], sched.tensors[v.dst.stage]
     sink = f"{dst_t.name}[{', '.join(map(str, v.y[:dst_t.ndim]))}]"
     src_spatial = f"{src_t.name}[{', '.join(map(str, v.x[:src_t.ndim]))}]"
+    if v.src.stage == v.dst.stage:  # a reduction's own chain: show the reduce coordinates too
+        sink = f"the update {dst_t.name}[{', '.join(map(str, v.y))}]"
+        src_spatial = f"the update {src_t.name}[{', '.join(map(str, v.x))}]"
     sizes = ", ".join(f"{k}={val}" for k, val in v.params.items())
     loops = [f"{lab.split(' ')[0]}={val}" for lab, val in zip(v.labels, v.t)
              if lab and not lab.startswith(("position", "kernel")) and "." in lab][:4]

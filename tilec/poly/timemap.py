@@ -175,7 +175,10 @@ class TimeMaps:
 
     def _map(self, stmt, vec: list[Entry]) -> isl.Map:
         cons = []
+        have = set(stmt.names.values())
         for n, e in enumerate(vec):
+            if e.value is not None and not set(_VAR.findall(e.value)) <= have:
+                e = Entry(None, e.ext, e.label)  # e.g. a reduce loop seen from the init statement: any value
             if e.value is not None:
                 cons.append(f"_t{n} = {e.value}")
             else:
