@@ -244,3 +244,51 @@ def test_compute_inline_keeps_rounding_point():
     x = torch.randn(700)
     assert len(k.program.kernels) == 1
     assert torch.equal(k(x), (x * 3).half().float() - x * 3)
+
+
+def test_axis_longer_than_the_dimension_it_indexes_reads_zeros_past_the_end():
+    Ms, Ns = tc.size_vars("Ms Ns")
+    X = tc.placeholder((Ms,), "float32", name="X")
+    Y = tc.placeholder((Ns,), "float32", name="Y")
+    Z = tc.compute((Ns,), lambda i: X[i] + Y[i], name="Z")
+    x, y = torch.randn(3), torch.randn(2000)
+    ref = y.clone()
+    ref[:3] += x
+    assert torch.equal(_run(Z, [X, Y, Z], [x, y]), ref)
+
+
+def test_equality_builds_a_comparison_and_sum_of_comparisons_counts():
+    X = tc.placeholder((M,), "float32", name="X")
+    Z = tc.compute((M,), lambda i: tc.where(X[i] == 0.0, 1.0, X[i]), name="Z")
+    x = torch.randn(300)
+    x[::7] = 0.0
+    assert torch.equal(_run(Z, [X, Z], [x]), torch.where(x == 0, 1.0, x))
+    k = tc.reduce_axis(M, name="k")
+    S = tc.compute((1,), lambda z: tc.sum(X[k] > 0.0, axis=k), name="S")
+    out = _run(S, [X, S], [x])
+    assert out.dtype == torch.int32 and out.item() == int((x > 0).sum())
+
+
+def test_floor_division_and_modulo_follow_torch():
+    A = tc.placeholder((M,), "int32", name="A")
+    B = tc.compute((M,), lambda i: (A[i] // 3) * 100 + A[i] % 3, name="B")
+    a = torch.arange(-50, 50, dtype=torch.int32)
+    assert torch.equal(_run(B, [A, B], [a]), (a // 3) * 100 + a % 3)
+    F = tc.placeholder((M,), "float32", name="F")
+    G = tc.compute((M,), lambda i: (F[i] // 0.5) * 10.0 + F[i] % 0.7, name="G")
+    f = torch.randn(500) * 5
+    assert torch.allclose(_run(G, [F, G], [f]), (f // 0.5) * 10 + f % 0.7, atol=1e-4)
+
+
+@pytest.mark.parametrize("const", [False, True])
+def test_split_of_a_fused_axis_is_masked(const):
+    shape = (37, 50) if const else tc.size_vars("Mf Nf")
+    X = tc.placeholder(shape, "float32", name="X")
+    Z = tc.compute(shape, lambda i, j: X[i, j] * 2.0, name="Z")
+    s = tc.create_schedule(Z)
+    fo, fi = s[Z].split(s[Z].fuse(*Z.axis), 128)
+    s[Z].bind(fo, "program_id.0")
+    k = tc.build(s, [X, Z])
+    assert "mask_i" in k.source
+    x = torch.randn(37, 50)
+    assert torch.equal(k(x), x * 2)

@@ -354,7 +354,7 @@ def test_split_axis_of_another_stage():
     A, W, C, Y = gemm_silu()
     s = tc.create_schedule(Y)
     with pytest.raises(tc.ArgumentError,
-                       match=r"argument 1, 'axis' to split: i is not an axis of C \(its axes are: i, j, k\)"):
+                       match=r"argument 1, 'axis' to split: Y.i is not an axis of C \(its axes are: i, j, k\)"):
         s[C].split(Y.axis[0], 16)
 
 
@@ -628,7 +628,7 @@ def test_compute_at_unrelated_stage():
 def test_compute_at_axis_of_another_stage():
     A, W, C, Y = gemm_silu()
     s = tc.create_schedule(Y)
-    with pytest.raises(tc.ArgumentError, match=r"argument 2, 'axis' to compute_at: i is not an axis of C"):
+    with pytest.raises(tc.ArgumentError, match=r"argument 2, 'axis' to compute_at: Y.i is not an axis of C"):
         s[Y].compute_at(s[C], Y.axis[0])
 
 
@@ -1199,3 +1199,21 @@ def test_interpreter_needs_env_before_triton_import(monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "0")
     with pytest.raises(tc.TilecError, match=r"needs TRITON_INTERPRET=1 before triton is imported"):
         triton_compat.triton.__wrapped__()
+
+
+def test_bind_of_an_axis_fixed_by_the_placement():
+    s, (A, W, C, Y), ax = gemm_silu_schedule()
+    s[Y].bind(Y.axis[0], "program_id.0")
+    s[Y].compute_at(s[C], ax["jo"])
+    with pytest.raises(tc.LoweringError, match=r"Y: bind\(i\) has no effect, because where Y is computed "
+                                               r"\(compute_at\) fixes that axis; remove the bind"):
+        tc.lower(s)
+
+
+def test_num_warps_of_a_stage_inside_another_kernel():
+    s, (A, W, C, Y), ax = gemm_silu_schedule()
+    s[Y].num_warps(8)
+    s[Y].compute_at(s[C], ax["jo"])
+    with pytest.raises(tc.LoweringError, match=r"Y.num_warps\(...\) has no effect: Y is computed inside another "
+                                               r"stage's kernel.*call num_warps on the root"):
+        tc.lower(s)

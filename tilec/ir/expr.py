@@ -47,6 +47,22 @@ class Expr:
     def eq(self, o): return Binary("==", self, o)
     def ne(self, o): return Binary("!=", self, o)
 
+    def __eq__(self, o):
+        """`X[i] == 0` builds a comparison (as TVM's EqualOp); its truth value is identity, so
+        expressions still work as dict keys and in `in` tests."""
+        try:
+            return Binary("==", self, o)
+        except ArgumentError:
+            return NotImplemented
+
+    def __ne__(self, o):
+        try:
+            return Binary("!=", self, o)
+        except ArgumentError:
+            return NotImplemented
+
+    __hash__ = object.__hash__
+
     def __bool__(self):
         raise ArgumentError("a tilec expression has no truth value at definition time; "
                             "use tc.where(cond, a, b) instead of `if`/`and`/`or`")
@@ -153,13 +169,12 @@ class Binary(Expr):
         else:
             self.dtype = _promote(self.a, self.b)
 
-    def __eq__(self, other):
-        """`M % 64 == 0` builds a fact for tc.assume; other comparisons of nodes are by identity."""
-        if self.op == "%" and isinstance(other, int) and not isinstance(other, bool):
-            return Binary("==", self, other)
-        return self is other
-
-    __hash__ = Expr.__hash__
+    def __bool__(self):
+        if self.op == "==":
+            return self.a is self.b
+        if self.op == "!=":
+            return self.a is not self.b
+        return Expr.__bool__(self)
 
     def children(self):
         return (self.a, self.b)
@@ -302,7 +317,7 @@ def _reduce(op: str, body, axis, acc_dtype) -> Reduce:
         raise ArgumentError(f"tc.{op}: axis must be a reduce_axis or a list of them, got {axis!r}")
     body = as_expr(body)
     if acc_dtype is None:
-        acc_dtype = "float32" if is_float(body.dtype) else ("bool" if body.dtype == "bool" else "int32")
+        acc_dtype = "float32" if is_float(body.dtype) else "int32"  # a sum of comparisons counts, as in torch
         if body.dtype == "float64":
             acc_dtype = "float64"
     return Reduce(op, body, axes, check_dtype(acc_dtype, f"tc.{op} acc_dtype"))

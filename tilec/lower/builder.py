@@ -85,6 +85,17 @@ def _paren(code: str) -> str:
     return f"({code})"
 
 
+def _nonnegative(e: Expr) -> bool:
+    """Index arithmetic on axes, sizes and non-negative ints (no loads, no subtraction): `//` and `%`
+    truncate and floor alike there, so the plain Triton operators serve."""
+    for n in walk(e):
+        if isinstance(n, (Load, Unary, Call, Where, Cast)) or (isinstance(n, Binary) and n.op == "-"):
+            return False
+        if isinstance(n, Const) and (not isinstance(n.value, int) or n.value < 0):
+            return False
+    return True
+
+
 class KernelBuilder:
     """Builds the loop-nest IR of the kernel whose root stage is `root`."""
 
@@ -243,12 +254,31 @@ class KernelBuilder:
                 return self.combine(f"tl.{e.op}imum({{}}, {{}})", [a, b], dtypes.promote(a.dtype, b.dtype))
             if e.op == "/" and not dtypes.is_float(a.dtype) and not dtypes.is_float(b.dtype):
                 a = Val(f"tl.cast({a.code}, tl.float32)", a.dims, "float32")
+            if e.op in ("//", "%") and not _nonnegative(e):
+                return self.floor_divmod(e.op, a, b)
             dtype = "bool" if e.op in ("<", "<=", ">", ">=", "==", "!=") else dtypes.promote(a.dtype, b.dtype)
             return self.combine(f"{{}} {e.op} {{}}", [Val(_paren(a.code), a.dims, a.dtype),
                                                       Val(_paren(b.code), b.dims, b.dtype)], dtype)
         if isinstance(e, Reduce):
             raise LoweringError(f"{st.name}: a reduction can only be the whole body of a compute")
         raise LoweringError(f"cannot lower expression {e!r}")
+
+    def floor_divmod(self, op: str, a: Val, b: Val) -> Val:
+        """Python/torch `//` and `%` (rounding toward minus infinity); Triton's integer ops truncate."""
+        dtype = dtypes.promote(a.dtype, b.dtype)
+        if not a.code.isidentifier():
+            a = Val(self.emit_stmt("n", a.code), a.dims, a.dtype)
+        if not b.code.isidentifier() and not b.code.lstrip("-").replace(".", "").isdigit():
+            b = Val(self.emit_stmt("d", b.code), b.dims, b.dtype)
+        if dtypes.is_float(dtype):
+            q = self.combine("tl.floor({} / {})", [a, b], dtype)
+            return q if op == "//" else self.combine("{} - {} * {}", [a, b, q], dtype)
+        r = self.combine("{} % {}", [a, b], dtype)
+        r = Val(self.emit_stmt("r", r.code), r.dims, dtype)
+        fix = self.combine("({} != 0) & (({} < 0) != ({} < 0))", [r, r, b], "bool")
+        if op == "%":
+            return self.combine(f"tl.where({fix.code}, {{}} + {{}}, {{}})", [r, b, r], dtype)
+        return self.combine(f"tl.where({fix.code}, {{}} // {{}} - 1, {{}} // {{}})", [a, b, a, b], dtype)
 
     def dims_of(self, e: Expr, st: Stage) -> set[str]:
         """The tile dims an expression varies over (without emitting it)."""
@@ -315,10 +345,10 @@ class KernelBuilder:
         for d, idx in enumerate(ld.indices):
             v = self.emit(idx, st, {})
             idx_vals.append(v)
-            if isinstance(idx, IterVar) and idx in env:
-                if env[idx].mask:
+            if isinstance(idx, IterVar) and idx in env and size_text(idx.extent) == size_text(t.shape[d]):
+                if env[idx].mask:  # the axis runs over exactly this dimension: its own mask suffices
                     masks.append(Val(env[idx].mask, env[idx].dims, "bool"))
-            else:
+            else:  # a computed index, or an axis longer than the dimension it indexes: check the bounds
                 ext = self.scalar(t.shape[d])
                 masks.append(Val(f"({_paren(v.code)} >= 0) & ({_paren(v.code)} < {ext})", v.dims, "bool"))
         addr = self.address(ptr, t, idx_vals)

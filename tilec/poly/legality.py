@@ -78,6 +78,9 @@ def find_violations(sched, config=None, outputs=None, first_only: bool = True) -
     lt, hb = _orders(id(model.ctx), model.ctx, maps.D, maps.G)
     out = []
     for dep in model.dep_maps:
+        src_stage = model.stmts[dep.get_tuple_name(isl.dim_type.in_)].stage
+        if src_stage in maps.approx:  # a free time on the source side would hide violations: refuse
+            raise NotAffine(f"the loops of {src_stage} (a split of a fused axis of symbolic extent)")
         s_src = maps.maps[dep.get_tuple_name(isl.dim_type.in_)]
         s_dst = maps.maps[dep.get_tuple_name(isl.dim_type.out)]
         when = dep.range_map().apply_range(s_dst)                      # [x -> y] -> t(y)

@@ -51,7 +51,7 @@ def needs_mask(layout, axis, config: dict, facts: list) -> bool:
     except NotAffine:
         texts = ()
     for rel in layout.stage.relations:
-        if isinstance(rel, Split) and layout.origin[rel.parent] == {axis}:
+        if isinstance(rel, Split) and axis in layout.origin[rel.parent]:  # a split of it, or of a fusion with it
             f = rel.factor if isinstance(rel.factor, int) else config[rel.factor.knob_name]
             try:
                 ext = aff(rel.parent.extent, {}, config)

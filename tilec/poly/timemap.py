@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import islpy as isl
 
-from tilec.poly.model import NotAffine, PolyModel, aff
+from tilec.poly.model import PolyModel, aff
 from tilec.schedule.placement import Placed, Plan
 from tilec.schedule.schedule import Fuse, Split
 
@@ -42,6 +42,7 @@ class TimeMaps:
 
     def __init__(self, model: PolyModel, plan: Plan):
         self.model, self.plan, self.config = model, plan, plan.config
+        self.approx: set[str] = set()  # stages whose loop values isl cannot express exactly
         self.names = {p.name: {a: f"_a{n}" for n, a in enumerate(list(p.stage.tensor.axis)
                                                                    + list(p.stage.tensor.reduce_axis))}
                       for p in plan.placed.values()}
@@ -79,7 +80,12 @@ class TimeMaps:
             if isinstance(rel, Split):
                 parent = vals[rel.parent]
                 if len(parent) != 1:
-                    raise NotAffine(f"split of the fused axis {rel.parent.name}")
+                    parent = self._flatten(p, rel.parent, parent)
+                    if parent is None:  # not affine: the loops of this split are left free (see approx)
+                        f = rel.factor if isinstance(rel.factor, int) else self.config[rel.factor.knob_name]
+                        vals[rel.outer] = [Entry(None, None, rel.outer.name)]
+                        vals[rel.inner] = [Entry(None, str(f), rel.inner.name)]
+                        continue
                 v, ext = parent[0].value, parent[0].ext
                 f = rel.factor if isinstance(rel.factor, int) else self.config[rel.factor.knob_name]
                 vals[rel.outer] = [Entry(f"floor(({v})/{f})", f"floor(({ext} + {f - 1})/{f})", rel.outer.name)]
@@ -87,6 +93,19 @@ class TimeMaps:
             elif isinstance(rel, Fuse):
                 vals[rel.fused] = vals[rel.outer] + vals[rel.inner]
         return vals
+
+    def _flatten(self, p: Placed, axis, parts: list[Entry]) -> list[Entry] | None:
+        """A fused axis as one affine value sum(c_k * prod(ext_l, l > k)) when the inner extents are
+        constants; otherwise None and the stage is marked approximate."""
+        exts = [e.ext for e in parts]
+        if not all(x is not None and x.isdigit() for x in exts[1:]):
+            self.approx.add(p.name)
+            return None
+        value, total = parts[0].value, parts[0].ext
+        for e in parts[1:]:
+            value = f"({value}) * {e.ext} + {e.value}"
+            total = f"({total}) * {e.ext}"
+        return [Entry(value, total, axis.name)]
 
     def _grid(self, p: Placed) -> list[Entry]:
         out = []
@@ -181,8 +200,10 @@ class TimeMaps:
                 e = Entry(None, e.ext, e.label)  # e.g. a reduce loop seen from the init statement: any value
             if e.value is not None:
                 cons.append(f"_t{n} = {e.value}")
-            else:
+            elif e.ext is not None:
                 cons.append(f"0 <= _t{n} < {e.ext}")
+            else:
+                cons.append(f"_t{n} >= 0")
         dims = ", ".join(f"_t{n}" for n in range(len(vec)))
         text = f"{self.model.pre}{{ {stmt.name}[{stmt.vars}] -> [{dims}] : {' and '.join(cons)} }}"
         m = isl.Map.read_from_str(self.model.ctx, text)

@@ -45,6 +45,13 @@ class Layout:
                     f"{stage.name}: axis {names} is fixed by where {stage.name} is computed (compute_at), so "
                     f"it takes that loop's tiling; remove the split/fuse of {names} from {stage.name}")
         self.leaves = [a for a in stage.leaves if not (origin[a] & fixed)]
+        ignored = [a.name for a in stage.binds if origin[a] & fixed]
+        if ignored:
+            raise LoweringError(f"{stage.name}: bind({', '.join(ignored)}) has no effect, because where "
+                                f"{stage.name} is computed (compute_at) fixes that axis; remove the bind")
+        if not root and stage.warps is not None:
+            raise LoweringError(f"{stage.name}.num_warps(...) has no effect: {stage.name} is computed inside another "
+                                f"stage's kernel, whose root stage sets the warps; call num_warps on the root")
         inner_of = {rel.inner: rel for rel in stage.relations if isinstance(rel, Split)}
         self.kind: dict[IterVar, str] = {}
         self.tile_extent: dict[IterVar, int] = {}

@@ -156,7 +156,9 @@ class Stage:
                 raise ArgumentError(f"argument {n}, '{name}' to {prim}: axis {axis.name} of {self.name} was "
                                     f"fused into {rel.fused.name}; use that")
         have = ", ".join(a.name for a in self.leaves)
-        raise ArgumentError(f"argument {n}, '{name}' to {prim}: {axis.name} is not an axis of {self.name} "
+        owner = next((s.name for s in self.sched.stages.values() if s is not self and axis in s.leaves), None)
+        whose = f"{owner}.{axis.name}" if owner else axis.name
+        raise ArgumentError(f"argument {n}, '{name}' to {prim}: {whose} is not an axis of {self.name} "
                             f"(its axes are: {have})")
 
     def _not_bound(self, axis: IterVar, prim: str) -> None:
@@ -320,12 +322,13 @@ class Stage:
             if d == dim and other is not axis:
                 raise ArgumentError(f"bind: {thread} is already bound to {other.name} of {self.name}; "
                                     f"fuse the axes to put both on one grid dimension")
+        inner = {r.inner for r in self.relations if isinstance(r, Split)}
         if axis.kind == "reduce":
             raise IllegalScheduleError(
                 f"bind({self.name}.{axis.name}, {thread!r}): {axis.name} runs the reduction over "
                 f"{', '.join(a.name for a in self.tensor.reduce_axis)}; programs run in parallel, so each "
                 f"would update the same {self.name} elements at once. Bind a spatial axis instead "
-                f"({', '.join(a.name for a in self.leaves if a.kind == 'spatial')})",
+                f"({', '.join(a.name for a in self.leaves if a.kind == 'spatial' and a not in inner)})",
                 primitive="bind", stage=self.name, reason="parallel",
                 counterexample={axis.name: (0, 1)})
         self.binds[axis] = dim
