@@ -13,6 +13,9 @@ import torch
 
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
+else:
+    # On the GPU host the same tests run compiled: tensors the tests make go to the GPU.
+    torch.set_default_device("cuda")
 
 import pytest  # noqa: E402
 
