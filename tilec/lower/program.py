@@ -35,6 +35,11 @@ class Program:
 
     def source(self) -> str:
         """All kernels of the program as one Triton module."""
+        if getattr(self, "_source", None) is None:
+            self._source = self._render()
+        return self._source
+
+    def _render(self) -> str:
         head = ["import triton", "import triton.language as tl"]
         if self.uses_libdevice:
             head.append("from triton.language.extra import libdevice")
