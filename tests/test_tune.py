@@ -1,0 +1,205 @@
+"""The shape-mix tuner on a CPU (Triton's interpreter, tiny shapes, injected timings where the
+interpreter's own times would mean nothing)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import optuna
+import pytest
+import torch
+
+import tilec as tc
+from tilec.tune.measure import Measurer
+
+sys.path.insert(0, str(Path(__file__).parent))
+import tune_case  # noqa: E402
+
+HERE = Path(__file__).parent
+
+
+def _timer_from(table):
+    """A timer reading seconds from table[(warps, M)]."""
+    def timer(kernel, inputs):
+        return table[(kernel.config["warps"], inputs[0].shape[0])]
+    return timer
+
+
+@pytest.mark.parametrize("share_a,winner", [(0.6, 4), (0.7, 8)])
+def test_weights_change_the_winner(tmp_path, share_a, winner):
+    """Old config (warps=4): 10 us on A and B. New (warps=8): 5 us on A, 20 us on B. The new one is
+    better only when A's share of the calls exceeds 2/3."""
+    s, args = tune_case.make()
+    table = {(4, 16): 10e-6, (4, 40): 10e-6, (8, 16): 5e-6, (8, 40): 20e-6}
+    mix = tc.ShapeMix([({"M": 16}, share_a), ({"M": 40}, 1 - share_a)], fixed={"K": 24, "N": 20})
+    tuned = tc.tune(s, mix, trials=16, args=args, reference=tune_case.reference,
+                    storage=f"sqlite:///{tmp_path / 'w.db'}", timer=_timer_from(table))
+    generic = next(o for o in tuned.options if o.name == "generic")
+    assert {c["warps"] for c in generic.configs.values()} == {winner}
+    expected = (share_a * 10e-6 + (1 - share_a) * 10e-6) if winner == 4 else (share_a * 5e-6 + (1 - share_a) * 20e-6)
+    assert generic.T == pytest.approx(expected)
+    per_shape = next(o for o in tuned.options if o.name == "per-shape")
+    assert per_shape.configs["K=24,M=16,N=20"]["warps"] == 8 and per_shape.configs["K=24,M=40,N=20"]["warps"] == 4
+    assert "break-even" in tuned.plan and "chosen:" in tuned.plan
+
+
+def test_tuned_dispatches_checks_and_serves_other_shapes(tmp_path):
+    s, args = tune_case.make()
+    tuned = tc.tune(s, tune_case.MIX, trials=6, args=args, reference=tune_case.reference,
+                    storage=f"sqlite:///{tmp_path / 'd.db'}", expected_calls=10)
+    for m in (16, 40, 7, 100):  # in the mix, and outside it (nearest shape's config)
+        a, w = torch.randn(m, 24), torch.randn(24, 20)
+        assert torch.allclose(tuned(a, w), a @ w, atol=1e-4)
+    assert "@triton.jit" in tuned.source(M=16)
+    with pytest.raises(tc.ArgumentError, match="no kernel of the plan serves"):
+        tuned.source(M=3)
+    report = tuned.report(str(tmp_path / "r.json"))
+    assert Path(report).read_text().count('"state"') == len(tuned.study.trials)
+
+
+def test_identical_configs_are_not_measured_twice(tmp_path, monkeypatch):
+    s, args = tune_case.make()
+    measured = []
+    real = Measurer.measure
+
+    def counting(self, config):
+        measured.append(tuple(sorted(config.items())))
+        return real(self, config)
+
+    monkeypatch.setattr(Measurer, "measure", counting)
+    tuned = tc.tune(s, tune_case.MIX, trials=30, args=args, reference=tune_case.reference,
+                    storage=f"sqlite:///{tmp_path / 'dup.db'}", seed=1)
+    assert len(measured) == len(set(measured))                       # each config measured once
+    configs = {tuple(sorted(t["config"].items())) for t in tuned.trials()}
+    assert len(configs) == 16                                         # the whole 16-point grid was seen
+    dups = [t for t in tuned.trials() if "duplicate_of" in t]
+    assert len(tuned.trials()) == 16 + len(dups)                      # repeats (seeds the grid met again)
+    assert all(t["value"] is not None for t in dups if t["state"] == "COMPLETE")
+
+
+def test_pruned_configs_never_compile(tmp_path, monkeypatch):
+    s, args = tune_case.make()
+    built = []
+    real = Measurer.build
+
+    def recording(self, config):
+        built.append(dict(config))
+        return real(self, config)
+
+    monkeypatch.setattr(Measurer, "build", recording)
+    # shared memory limit so small that only 16x16 tiles with BK=16 fit (no cache_read: nothing to count)
+    s.cache_read(args[0], "shared", readers=[s[args[2]]]).compute_at(s[args[2]], s[args[2]].leaves[2])
+    tuned = tc.tune(s, tune_case.MIX, trials=16, args=args, reference=tune_case.reference,
+                    storage=f"sqlite:///{tmp_path / 'p.db'}", shared_limit=16 * 16 * 4)
+    pruned = [t for t in tuned.trials() if t["state"] == "PRUNED"]
+    assert pruned and all("shared memory" in t["pruned"] for t in pruned)
+    assert all(c["BM"] == 16 and c["BK"] == 16 for c in built)
+    assert all(c not in built for c in (t["config"] for t in pruned))
+
+
+def test_failed_candidates_are_recorded_and_never_win(tmp_path):
+    s, args = tune_case.make()
+
+    def timer(kernel, inputs):
+        if kernel.config["BN"] == 16:
+            raise RuntimeError("out of resources: shared memory")  # what Triton raises at launch
+        return 1e-6 if kernel.config["BM"] == 16 else 2e-6
+
+    tuned = tc.tune(s, tune_case.MIX, trials=16, args=args, reference=tune_case.reference,
+                    storage=f"sqlite:///{tmp_path / 'f.db'}", timer=timer)
+    failed = [t for t in tuned.trials() if t["state"] == "FAIL"]
+    assert len({tuple(sorted(t["config"].items())) for t in failed}) == 8  # every BN=16 config, once or more
+    assert all("out of resources" in t["failure"] for t in failed)
+    for o in tuned.options:
+        assert all(c["BN"] == 32 for c in o.configs.values())
+
+
+def test_wrong_answers_fail_the_candidate(tmp_path):
+    s, args = tune_case.make()
+    with pytest.raises(tc.ArgumentError, match="no config completed.*wrong answer"):
+        tc.tune(s, tune_case.MIX, trials=4, args=args, reference=lambda a, w: a @ w + 1.0,
+                storage=f"sqlite:///{tmp_path / 'x.db'}")
+    st = optuna.load_study(study_name=optuna.get_all_study_names(f"sqlite:///{tmp_path / 'x.db'}")[0],
+                           storage=f"sqlite:///{tmp_path / 'x.db'}")
+    assert st.trials and all("wrong answer" in t.user_attrs.get("failure", "") for t in st.trials), [(t.state, t.user_attrs) for t in st.trials]
+
+
+def test_study_name_changes_with_the_kernel(tmp_path):
+    from tilec.tune.study import study_key
+    s1, args1 = tune_case.make()
+    s2, args2 = tune_case.make()
+    assert study_key(s1, tune_case.MIX, args1) == study_key(s2, tune_case.MIX, args2)
+    s2[args2[2]].pipeline(s2[args2[2]].leaves[2], 2)
+    assert study_key(s1, tune_case.MIX, args1) != study_key(s2, tune_case.MIX, args2)
+
+
+def _spawn(storage, trials, mode, study):
+    env = {**os.environ, "PYTHONPATH": str(HERE.parent), "TRITON_INTERPRET": "1"}
+    return subprocess.Popen([sys.executable, str(HERE / "tune_case.py"), storage, str(trials), mode, study],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def _finished(storage, study):
+    st = optuna.load_study(study_name=study, storage=storage)
+    return st, [t for t in st.trials if t.state.is_finished()]
+
+
+def test_resume_after_a_killed_worker(tmp_path):
+    storage = f"sqlite:///{tmp_path / 'k.db'}"
+    p = _spawn(storage, 10, "worker", "killed")
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        time.sleep(0.5)
+        try:
+            if len(_finished(storage, "killed")[1]) >= 3:
+                break
+        except Exception:  # noqa: BLE001 - the study may not exist yet
+            continue
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    study, before = _finished(storage, "killed")
+    done_before = {t.number for t in before if t.state == optuna.trial.TrialState.COMPLETE}
+    assert len(done_before) >= 3
+    time.sleep(3.5)  # three missed heartbeats: the killed worker's trial is stale
+    s, args = tune_case.make()
+    tc.tune(s, tune_case.MIX, trials=10, args=args, reference=tune_case.reference, storage=storage,
+            study_name="killed", timer=tune_case.slow_timer, heartbeat=1)
+    study, after = _finished(storage, "killed")
+    assert done_before <= {t.number for t in after}                  # nothing completed was lost
+    assert not [t for t in study.trials if t.state == optuna.trial.TrialState.RUNNING]
+    complete = [t for t in after if t.state == optuna.trial.TrialState.COMPLETE and "duplicate_of" not in t.user_attrs]
+    params = [tuple(sorted(t.params.items())) for t in complete]
+    assert len(params) == len(set(params))                            # nothing measured twice
+    assert len(after) >= 10
+
+
+def _two_workers(storage, study):
+    ps = [_spawn(storage, 8, "worker", study) for _ in range(2)]
+    for p in ps:
+        out, _ = p.communicate(timeout=300)
+        assert p.returncode == 0, out.decode()[-2000:]
+    st, fin = _finished(storage, study)
+    assert not [t for t in st.trials if t.state == optuna.trial.TrialState.RUNNING]
+    assert 8 <= len(fin) <= 9  # MaxTrialsCallback stops both; a race may add one
+    numbers = [t.number for t in st.trials]
+    assert len(numbers) == len(set(numbers))
+    measured = [tuple(sorted(t.params.items())) for t in fin
+                if t.state == optuna.trial.TrialState.COMPLETE and "duplicate_of" not in t.user_attrs]
+    assert len(measured) >= 1
+
+
+def test_two_workers_share_a_sqlite_study(tmp_path):
+    _two_workers(f"sqlite:///{tmp_path / 'two.db'}", "two")
+
+
+@pytest.mark.skipif(not os.environ.get("TILEC_TEST_POSTGRES"),
+                    reason="set TILEC_TEST_POSTGRES=postgresql://... (.ci/run starts a server)")
+def test_two_workers_share_a_postgres_study():
+    url = os.environ["TILEC_TEST_POSTGRES"]
+    name = f"two-pg-{os.getpid()}-{int(time.time())}"
+    _two_workers(url, name)

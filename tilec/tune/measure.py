@@ -1,0 +1,107 @@
+"""Measuring a config on every shape of the mix: build, check against the reference on fresh random
+inputs, then time. A config that fails to build, runs out of resources or gives a wrong answer is a
+`CandidateFailure` with its reason (the study records it as a failed trial, never a winner)."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import torch
+
+from tilec.errors import TilecError
+from tilec.ir.expr import evaluate
+from tilec.runtime import triton_compat
+from tilec.runtime.kernel import Kernel
+
+# relative error bounds ||out - ref|| / ||ref|| per output dtype (shared notes)
+TOLERANCE = {"float64": 1e-9, "float32": 1e-4, "float16": 2e-3, "bfloat16": 1e-2,
+             "float8_e4m3fn": 5e-2, "float8_e5m2": 1e-1}
+INTERPRETER_TOLERANCE = {**TOLERANCE, "bfloat16": 2e-2, "float8_e4m3fn": 1.5e-1, "float8_e5m2": 2e-1}
+
+
+class CandidateFailure(Exception):
+    """A candidate config that must not win: it failed to build or run, or computed a wrong answer."""
+
+
+def default_timer(kernel, inputs) -> float:
+    """Seconds per call: triton's do_bench median on a GPU; a wall-clock median in the interpreter."""
+    if triton_compat.target() == "cuda":
+        from triton.testing import do_bench
+        return do_bench(lambda: kernel(*inputs), warmup=10, rep=40, return_mode="median") * 1e-3
+    times = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        kernel(*inputs)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def random_inputs(sched, inputs, sizes: dict, device, seed: int = 0) -> list[torch.Tensor]:
+    """Fresh normal random inputs (never zeros) for `sizes`; integer inputs get small random ints."""
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    out = []
+    for t in inputs:
+        shape = [evaluate(e, sizes) for e in t.shape]
+        dt = getattr(torch, t.dtype)
+        if dt.is_floating_point:
+            x = torch.randn(shape, generator=g).to(dt)
+        else:
+            x = torch.randint(-8, 9, shape, generator=g).to(dt)
+        out.append(x.to(device))
+    return out
+
+
+def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
+    out, ref = out.double(), ref.double()
+    if torch.isnan(out).any() or torch.isinf(out).any() != torch.isinf(ref).any():
+        return float("inf")
+    return ((out - ref).norm() / ref.norm().clamp_min(1e-30)).item()
+
+
+class Measurer:
+    """Builds and measures configs of a schedule on the shapes of a mix, checking each result."""
+
+    def __init__(self, sched, args, mix, reference, timer=None, device=None):
+        self.sched, self.args, self.mix = sched, args, mix
+        self.reference = reference
+        self.timer = timer or default_timer
+        self.device = device or ("cuda" if triton_compat.target() == "cuda" else "cpu")
+        self.inputs_of = [t for t in args if t.is_placeholder]
+        self.cases = []
+        for n, (shape, _) in enumerate(mix):
+            xs = random_inputs(sched, self.inputs_of, shape, self.device, seed=n)
+            refs = reference(*xs)
+            refs = list(refs) if isinstance(refs, (tuple, list)) else [refs]
+            self.cases.append((shape, xs, refs))
+        self.tolerance = TOLERANCE if triton_compat.target() == "cuda" else INTERPRETER_TOLERANCE
+
+    def build(self, config: dict) -> Kernel:
+        try:
+            return Kernel(self.sched, self.args, config)
+        except TilecError as e:
+            raise CandidateFailure(f"does not lower: {e}") from e
+
+    def measure(self, config: dict) -> dict[str, float]:
+        """Per-shape seconds for `config` (checked first); raises CandidateFailure."""
+        kernel = self.build(config)
+        times = {}
+        for shape, xs, refs in self.cases:
+            key = ",".join(f"{k}={v}" for k, v in sorted(shape.items()))
+            try:
+                outs = kernel(*xs)
+            except Exception as e:  # noqa: BLE001 - compile errors, out of resources: all fail the trial
+                raise CandidateFailure(f"fails at {key}: {type(e).__name__}: {str(e)[:300]}") from e
+            outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
+            for o, r in zip(outs, refs):
+                err = rel_error(o, r.to(o.dtype) if r.dtype != o.dtype else r)
+                bound = self.tolerance.get(str(o.dtype).removeprefix("torch."), 1e-4)
+                if not err <= bound:
+                    raise CandidateFailure(f"wrong answer at {key}: relative error {err:.3g} > {bound:g}")
+            try:
+                times[key] = float(self.timer(kernel, xs))
+            except CandidateFailure:
+                raise
+            except Exception as e:  # noqa: BLE001 - out of resources at launch, a timeout, ...
+                raise CandidateFailure(f"fails at {key} while timing: {type(e).__name__}: {str(e)[:300]}") from e
+        return times
