@@ -181,9 +181,6 @@ def test_equality_fact_drops_the_mask():
         kernel(randn(64, 64))
 
 
-@pytest.mark.xfail(strict=True, reason="bug: tc.build does not validate `specialize`: an unknown size name and a "
-                   "size that contradicts a tc.assume fact are accepted silently (the latter gives a mask-free kernel "
-                   "no call can use), and a non-int value crashes in isl (syntax error) instead of ArgumentError")
 @pytest.mark.parametrize("spec", [{"Q": 3}, {"N": "256"}, {"M": 100}], ids=["unknown-name", "not-an-int",
                                                                               "contradicts-a-fact"])
 def test_bad_specialization_is_an_argument_error(spec):

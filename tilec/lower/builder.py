@@ -337,6 +337,12 @@ class KernelBuilder:
 
     def emit_load(self, ld: Load, st: Stage, hint: str) -> Val:
         t = ld.tensor
+        if self.p.plan.kernel_of.get(t.name) == self.root.name:
+            raise LoweringError(
+                f"{st.name} reads {t.name} where {t.name}, computed in the same kernel, is not finished: the "
+                f"read sits inside {t.name}'s own loops (a reduction loop of one iteration, say) or in a "
+                f"cache_read placed before {t.name} is computed. Place {st.name} (or the cache) after "
+                f"{t.name}'s loops; a value computed in the kernel needs no cache_read")
         ptr = self.tensor_param(t)
         if t.name not in self.loads:
             self.loads.append(t.name)
@@ -379,6 +385,13 @@ class KernelBuilder:
             tenv = self.env[placed.target.name]
             env = {axis: tenv[taxis] for axis, taxis in placed.bound.items()}
         self.env[x.name] = env
+        for axis, taxis in placed.bound.items():  # shorter than the loop it follows: mask its own end
+            if size_text(axis.extent) != size_text(taxis.extent):
+                v = env[axis]
+                mask = self.fresh(f"mask_{axis.name}_{x.name}")
+                cond = f"{v.code} < {_paren(self.scalar(axis.extent))}"
+                out.append(Stmt(f"{mask} = " + (f"({cond}) & {v.mask}" if v.mask else cond), None))
+                env[axis] = AxisVal(v.code, v.dims, v.level, mask)
         leaf_val: dict[IterVar, Val] = {}
         level_of: dict[IterVar, int] = {}
         saved = self.stmts
@@ -427,7 +440,7 @@ class KernelBuilder:
                 mask = None
                 if needs_mask(lay, axis, self.config, self.p.facts):
                     mask = self.fresh(f"mask_{axis.name}")
-                    stmts.append(Stmt(f"{mask} = {name} < {self.scalar(axis.extent)}", None))
+                    stmts.append(Stmt(f"{mask} = {name} < {_paren(self.scalar(axis.extent))}", None))
                 env[axis] = AxisVal(name, v.dims, level_of[axis], mask)
 
         define(defs[-1], out)

@@ -26,7 +26,7 @@ class Program:
         self.sched, self.target, self.int64 = sched, target, int64
         self.config = resolve_config(sched.knobs, config)
         self.uses_libdevice = False
-        self.specialize = dict(specialize or {})
+        self.specialize = _check_specialize(sched, specialize)
         self.facts = facts_of(sched, self.specialize)
         check_schedule(sched, self.config, outputs=outputs)
         self.plan = Plan(sched, self.config, outputs)
@@ -50,6 +50,28 @@ class Program:
         if self.buffers:
             parts.append(f"buffers between kernels: {', '.join(self.buffers)}\n")
         return "\n".join(parts)
+
+
+def _check_specialize(sched: Schedule, specialize) -> dict[str, int]:
+    """`specialize` must name sizes of the schedule with positive ints that satisfy the facts."""
+    from tilec.errors import ArgumentError
+    from tilec.ir.expr import SizeVar, evaluate, walk
+
+    spec = dict(specialize or {})
+    sizes = {n.name: n for t in sched.tensors.values() for e in t.shape for n in walk(e) if isinstance(n, SizeVar)}
+    for name, value in spec.items():
+        if name not in sizes:
+            raise ArgumentError(f"specialize: {name!r} is not a size of this schedule (its sizes: "
+                                f"{', '.join(sizes) or 'none'})")
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ArgumentError(f"specialize: {name} must be a positive int, got {value!r}")
+    for sv in sizes.values():
+        for fact in sv.facts:
+            used = {n.name for n in walk(fact) if isinstance(n, SizeVar)}
+            if used <= set(spec) and not evaluate(fact, spec):
+                raise ArgumentError(f"specialize: {', '.join(f'{k}={spec[k]}' for k in sorted(used))} breaks "
+                                    f"tc.assume({fact!r}); no call could use that kernel")
+    return spec
 
 
 def lower(sched: Schedule, config=None, *, target: str = "cuda", specialize=None) -> Program:

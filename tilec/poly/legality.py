@@ -16,21 +16,32 @@ import functools
 import islpy as isl
 
 from tilec.errors import IllegalScheduleError, LoweringError
-from tilec.poly.model import NotAffine, model_of
+from tilec.ir.expr import size_text
+from tilec.poly.model import NotAffine, aff, model_of
 from tilec.poly.timemap import TimeMaps
 from tilec.schedule.placement import Plan
 
 
 @functools.lru_cache(maxsize=64)
 def _orders(ctx_id: int, ctx, D: int, G: int):
-    """(lex_lt, happens_before) on a D-dimensional time space whose dims 1..G are grid coordinates."""
+    """(lex_lt, happens_before) on a D-dimensional time space whose dims 1..G are grid coordinates,
+    and their complements."""
     space = isl.Space.set_alloc(ctx, 0, D)
     lt = isl.Map.lex_lt(space)
     t = ", ".join(f"t{n}" for n in range(D))
     u = ", ".join(f"u{n}" for n in range(D))
     same = " and ".join(f"t{n} = u{n}" for n in range(G + 1))
     hb = isl.Map.read_from_str(ctx, f"{{ [{t}] -> [{u}] : t0 < u0 or ({same}) }}").intersect(lt)
-    return lt, hb
+    universe = isl.Map.universe(isl.Space.map_from_set(space))
+    return lt, hb, universe.subtract(lt), universe.subtract(hb)
+
+
+@functools.lru_cache(maxsize=256)
+def _equal_on(ctx, D: int, dims: frozenset) -> isl.Map:
+    t = ", ".join(f"t{n}" for n in range(D))
+    u = ", ".join(f"u{n}" for n in range(D))
+    eq = " and ".join([f"t{n} = u{n}" for n in sorted(dims)] + ["1 = 1"])
+    return isl.Map.read_from_str(ctx, f"{{ [{t}] -> [{u}] : {eq} }}")
 
 
 class Violation:
@@ -75,7 +86,7 @@ def find_violations(sched, config=None, outputs=None, first_only: bool = True) -
     model = model_of(sched)
     plan = Plan(sched, config, outputs)
     maps = TimeMaps(model, plan)
-    lt, hb = _orders(id(model.ctx), model.ctx, maps.D, maps.G)
+    lt, hb, not_lt, not_hb = _orders(id(model.ctx), model.ctx, maps.D, maps.G)
     out = []
     for dep in model.dep_maps:
         src_stage = model.stmts[dep.get_tuple_name(isl.dim_type.in_)].stage
@@ -93,6 +104,21 @@ def find_violations(sched, config=None, outputs=None, first_only: bool = True) -
                     dst = model.stmts[dep.get_tuple_name(isl.dim_type.out)]
                     rounding = src.kind == "update" and dst.stage != src.stage and model.is_flow(dep)
                     reason = "rounding" if rounding else "dependence"
+                out.append(Violation(model, maps, dep, bad, reason))
+                break
+        if out and first_only:
+            break
+    # An anti or output dependence (a stage's init and updates of its accumulator) must hold for
+    # *every* pair of executions within one recomputation of the stage: an init that re-runs in every
+    # column tile while the updates are spread over the tiles wipes the sum so far.
+    for dep in model.false_maps if not (out and first_only) else []:
+        src, dst = dep.get_tuple_name(isl.dim_type.in_), dep.get_tuple_name(isl.dim_type.out)
+        s_src, s_dst = maps.maps[src], maps.maps[dst]
+        same = _equal_on(model.ctx, maps.D, frozenset(maps.free[src] & maps.free[dst]))
+        for order, reason in ((not_lt, "dependence"), (not_hb, "parallel")):
+            pairs = dep.intersect(s_src.apply_range(order.intersect(same)).apply_range(s_dst.reverse()))
+            if not pairs.is_empty():
+                bad = pairs.range_map().apply_range(s_dst)
                 out.append(Violation(model, maps, dep, bad, reason))
                 break
         if out and first_only:
@@ -125,14 +151,15 @@ def _message(v: Violation, sched, primitive: str, stage: str | None) -> str:
             f"{v.src.name}[{', '.join(map(str, v.x))}] that it depends on (sizes {sizes})")
 
 
-def legal_places(stage) -> list[str]:
-    """The loops of its current target where `stage` could be placed legally (tried one by one)."""
+def legal_places(stage, config=None) -> list[str]:
+    """The loops of its current target where `stage` could be placed legally under `config` (tried
+    one by one)."""
     if not isinstance(stage.attach, tuple):
         return []
     target, axis = stage.attach
     out = []
     try:
-        lay = Plan(stage.sched, None).placed[target.name].layout
+        lay = Plan(stage.sched, config).placed[target.name].layout
     except (LoweringError, KeyError):
         return []
     candidates = [a for a in target.leaves if lay.resolve(a) in set(lay.grid) | set(lay.loops)]
@@ -141,7 +168,7 @@ def legal_places(stage) -> list[str]:
         for a in candidates:
             stage.attach = (target, a)
             try:
-                if not find_violations(stage.sched):
+                if not find_violations(stage.sched, config) and not bounds_violation(stage.sched, config):
                     out.append(f"{target.name}.{a.name}")
             except (LoweringError, NotAffine):
                 continue
@@ -152,6 +179,12 @@ def legal_places(stage) -> list[str]:
 
 def check_schedule(sched, config=None, *, primitive: str = "build", stage=None, outputs=None) -> None:
     """Raise IllegalScheduleError if `sched` breaks a dependence (or a rounding point) under `config`."""
+    name = primitive.split("(")[0].split(".")[-1]
+    bounds = bounds_violation(sched, config, outputs)
+    if bounds is not None:
+        who, msg, example = bounds
+        raise IllegalScheduleError(f"{primitive}: {msg}", primitive=name, stage=who, reason="bounds",
+                                   counterexample=example)
     try:
         found = find_violations(sched, config, outputs)
     except NotAffine as e:
@@ -163,8 +196,34 @@ def check_schedule(sched, config=None, *, primitive: str = "build", stage=None, 
     msg = _message(v, sched, primitive, stage.name if stage is not None else None)
     culprit = stage if stage is not None else sched.stages.get(v.dst.stage)
     if culprit is not None and culprit.kind == "compute" and isinstance(culprit.attach, tuple):
-        legal = legal_places(culprit)
+        legal = legal_places(culprit, config)
         msg += (f". Legal locations for {culprit.name} are: {', '.join(legal)}" if legal else
                 f". No loop of {culprit.attach[0].name} is a legal place for {culprit.name}: use compute_root")
-    raise IllegalScheduleError(msg, primitive=primitive.split("(")[0], stage=culprit.name if culprit else v.dst.stage,
+    raise IllegalScheduleError(msg, primitive=name, stage=culprit.name if culprit else v.dst.stage,
                                reason=v.reason, counterexample=v.counterexample())
+
+
+def bounds_violation(sched, config=None, outputs=None):
+    """A stage placed in another's loop whose axis runs further than the loop covers: its elements
+    past the end would never be computed. Returns (stage, message, counterexample) or None."""
+    model = model_of(sched)
+    plan = Plan(sched, config, outputs)
+    for p in plan.placed.values():
+        for axis, taxis in p.bound.items():
+            a, b = aff(axis.extent, {}, plan.config), aff(taxis.extent, {}, plan.config)
+            if a == b:
+                continue
+            over = isl.Set.read_from_str(model.ctx, f"{model.pre}{{ : {a} > {b} }}").intersect(model.context)
+            if over.is_empty():
+                continue
+            pt = over.sample_point()
+            sizes = {model.params[i]: pt.get_coordinate_val(isl.dim_type.param, i).to_python()
+                     for i in range(len(model.params))}
+            t = p.target
+            return (p.name, f"{p.name} is computed at {t.name}'s loops, which cover {t.name}.{taxis.name} in "
+                            f"[0, {size_text(taxis.extent)}), but {p.name}.{axis.name} runs over "
+                            f"[0, {size_text(axis.extent)}): {p.name}'s elements past the end would never be "
+                            f"computed (sizes {', '.join(f'{k}={v}' for k, v in sizes.items())}). Compute "
+                            f"{p.name} at root, or give the two stages the same extent",
+                    {"stage": p.name, "axis": axis.name, "sizes": sizes})
+    return None

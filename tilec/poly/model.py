@@ -102,11 +102,17 @@ class PolyModel:
         self.reads = self._union_map(reads).intersect_domain(self.domain)
         self.writes = self._union_map(writes).intersect_domain(self.domain)
         self.order = self._original_order()
-        raw = self._flow(self.reads, must=self.writes).get_may_dependence()
+        # sizes are at least 1 (and satisfy the facts stated with tc.assume)
+        self.context = isl.Set.read_from_str(
+            self.ctx, self.pre + "{ : " + " and ".join([f"{p} >= 1" for p in self.params] + ["1 = 1"]) + " }")
+        raw = self._flow(self.reads, must=self.writes).get_may_dependence().intersect_params(self.context)
         false = self._flow(self.writes, must=self.writes, may=self.writes.union(self.reads)).get_may_dependence()
+        false = false.intersect_params(self.context)
         self.raw = raw.coalesce()
+        self.false = false.coalesce()
         self.deps = raw.union(false).coalesce()
         self.dep_maps = [self.deps.get_map_list().get_at(i) for i in range(self.deps.n_map())]
+        self.false_maps = [self.false.get_map_list().get_at(i) for i in range(self.false.n_map())]
 
     # -- building blocks ------------------------------------------------------------------------
     def _union_set(self, parts: list[str]) -> isl.UnionSet:

@@ -58,6 +58,7 @@ class TimeMaps:
                 vectors[stmt.name] = self._vector(p, stmt.kind)
         self.D = max((len(v) for v in vectors.values()), default=1)
         self.labels = {}
+        self.free: dict[str, set[int]] = {}  # time dims a statement does not fix (it is recomputed along them)
         self.maps: dict[str, isl.Map] = {}
         for name, vec in vectors.items():
             vec = vec + [_const(0)] * (self.D - len(vec))
@@ -110,7 +111,7 @@ class TimeMaps:
     def _grid(self, p: Placed) -> list[Entry]:
         out = []
         for a in p.layout.grid:
-            out += [Entry(e.value, e.ext, f"{p.name}.{a.name} (grid)") for e in self.leaf[p.name][a]]
+            out += [Entry(e.value, e.ext, f"{p.name}.{e.label} (grid)") for e in self.leaf[p.name][a]]
         return out
 
     def _items(self, p: Placed, level: int) -> list:
@@ -126,7 +127,7 @@ class TimeMaps:
 
     def _loop(self, p: Placed, n: int) -> list[Entry]:
         a = p.layout.loops[n]
-        return [Entry(e.value, e.ext, f"{p.name}.{a.name}") for e in self.leaf[p.name][a]]
+        return [Entry(e.value, e.ext, f"{p.name}.{e.label}") for e in self.leaf[p.name][a]]
 
     def _translate(self, entries: list[Entry], src: Placed, dst: Placed) -> list[Entry]:
         """Entries in src's variables rewritten in dst's (dst follows src through dst.bound)."""
@@ -195,9 +196,12 @@ class TimeMaps:
     def _map(self, stmt, vec: list[Entry]) -> isl.Map:
         cons = []
         have = set(stmt.names.values())
+        free = self.free.setdefault(stmt.name, set())
         for n, e in enumerate(vec):
             if e.value is not None and not set(_VAR.findall(e.value)) <= have:
                 e = Entry(None, e.ext, e.label)  # e.g. a reduce loop seen from the init statement: any value
+            if e.value is None:
+                free.add(n)
             if e.value is not None:
                 cons.append(f"_t{n} = {e.value}")
             elif e.ext is not None:

@@ -24,7 +24,7 @@ def default_stage(stage: Stage, fixed=frozenset()) -> Stage:
     st = Stage(stage.sched, stage.tensor, quiet=True)
     t = stage.tensor
     spatial = [a for a in t.axis if a not in fixed]
-    reduce = list(t.reduce_axis)
+    reduce = [a for a in t.reduce_axis if a not in fixed]
     sizes = _tile_sizes(len(spatial), bool(reduce))
     tiled = spatial[len(spatial) - len(sizes):]
     plain = spatial[: len(spatial) - len(sizes)]

@@ -61,12 +61,20 @@ def make_storage(url: str, heartbeat: int = 2):
     3 missed beats and retried once by whoever runs next."""
     if url.startswith(("sqlite", "postgresql", "mysql")):
         import warnings
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # heartbeats are "experimental" in optuna 5, and have been since 2.8
-            return optuna.storages.RDBStorage(
-                url, heartbeat_interval=heartbeat, grace_period=3 * heartbeat,
-                heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=1),
-                engine_kwargs={"pool_pre_ping": True})
+
+        import sqlalchemy.exc
+        for attempt in range(5):  # workers starting together race to create the tables: the loser retries
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # heartbeats are "experimental" in optuna 5 (since 2.8)
+                    return optuna.storages.RDBStorage(
+                        url, heartbeat_interval=heartbeat, grace_period=3 * heartbeat,
+                        heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=1),
+                        engine_kwargs={"pool_pre_ping": True})
+            except sqlalchemy.exc.SQLAlchemyError:
+                if attempt == 4:
+                    raise
+                time.sleep(0.2 * (attempt + 1))
     return url
 
 
