@@ -203,3 +203,12 @@ def test_two_workers_share_a_postgres_study():
     url = os.environ["TILEC_TEST_POSTGRES"]
     name = f"two-pg-{os.getpid()}-{int(time.time())}"
     _two_workers(url, name)
+
+
+def test_report_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    s, args = tune_case.make()
+    tuned = tc.tune(s, tune_case.MIX, trials=4, args=args, reference=tune_case.reference,
+                    storage=f"sqlite:///{tmp_path / 'plot.db'}", progress=True)
+    path = Path(tuned.report(str(tmp_path / "report.png")))
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.with_suffix(".json").exists()

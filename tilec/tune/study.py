@@ -179,12 +179,13 @@ class Tuned:
 def tune(sched, mix: ShapeMix, trials: int = 64, *, args=None, reference=None, storage: str | None = None,
          expected_calls: float = 1_000_000, timer=None, seed: int = 0, seeds: int = 8,
          study_name: str | None = None, worker: bool = False, shared_limit: int | None = None,
-         heartbeat: int = 2) -> Tuned:
+         heartbeat: int = 2, progress: bool = False) -> Tuned:
     """Tune `sched`'s knobs for `mix` (see the module docstring); returns a `Tuned`.
 
     `args` defaults to the schedule's inputs then outputs; `reference` (inputs -> outputs, torch)
     checks every candidate on every shape, by default the unscheduled compute built by tilec.
-    `worker=True` only adds trials to the shared study (for several processes or hosts).
+    `worker=True` only adds trials to the shared study (for several processes or hosts);
+    `progress=True` shows a progress bar (optuna's, tqdm).
     """
     if not isinstance(mix, ShapeMix):
         raise ArgumentError(f"tune: expected a tc.ShapeMix, got {type(mix).__name__}")
@@ -241,7 +242,7 @@ def tune(sched, mix: ShapeMix, trials: int = 64, *, args=None, reference=None, s
 
     done = len([t for t in study.get_trials(deepcopy=False, states=FINISHED)])
     if done < trials:
-        study.optimize(objective, n_trials=trials - done, catch=(CandidateFailure,),
+        study.optimize(objective, n_trials=trials - done, catch=(CandidateFailure,), show_progress_bar=progress,
                        callbacks=[optuna.study.MaxTrialsCallback(trials, states=FINISHED)])
     elapsed = time.perf_counter() - started
     total_s = float(study.user_attrs.get("tuning_seconds", 0.0)) + elapsed

@@ -1,0 +1,414 @@
+"""The `tilec` command: tune a schedule for a shape mix, look at stored studies, read generated code.
+
+    tilec tune FILE --mix "M=256:8,1536:1,2048:1" --fixed "K=4096,N=12288" [--trials 64]
+               [--storage URL] [--study NAME] [--expected-calls N] [--worker] [--report out.json]
+    tilec show [--storage URL] [--study NAME] [--file FILE --mix ... --fixed ...]
+    tilec show --tuned FILE --mix ... [--fixed ...] [--storage URL]
+    tilec lower FILE [--config BM=128,BN=128]
+
+FILE is a Python file like the examples: it defines `make()` -> (schedule, args) and, for `tune`,
+`reference(*inputs)` (torch; without it the unscheduled compute built by tilec is the reference).
+Its directory is put on `sys.path`, so it can `import common`. User errors (a bad mix, a missing
+file, a TilecError) print one `error: ...` line and exit with status 2; `--traceback` shows the
+Python traceback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import tilec as tc
+from tilec.errors import TilecError
+
+MIX_HELP = ('the shapes and their call weights: "M=256:8,1536:1,2048:1" (one size varies; value:weight) '
+            'or "M=256;N=64:8|M=512;N=64:1" (several sizes per shape)')
+FIXED_HELP = 'sizes shared by every shape of the mix, e.g. "K=4096,N=12288"'
+
+
+class UserError(Exception):
+    """Something the user can fix: printed as one `error: ...` line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # usage mistakes: one line, status 2, like every other user error
+        raise UserError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
+# -- loading a user's file -----------------------------------------------------------------------
+
+def load_file(path: str):
+    """Import a Python file by path (its directory first on sys.path, so `import common` works)."""
+    p = Path(path)
+    if not p.is_file():
+        raise UserError(f"no such file: {path}")
+    p = p.resolve()
+    if str(p.parent) not in sys.path:
+        sys.path.insert(0, str(p.parent))
+    name = f"tilec_user_{p.stem}"
+    spec = importlib.util.spec_from_file_location(name, p)
+    if spec is None or spec.loader is None:
+        raise UserError(f"{path}: cannot be imported as a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except TilecError:
+        raise
+    except Exception as e:
+        raise UserError(f"{path}: importing it raised {type(e).__name__}: {e}") from e
+    return module
+
+
+def make_schedule(module, path: str):
+    """Call the file's make(); check it returned (schedule, args)."""
+    make = getattr(module, "make", None)
+    if not callable(make):
+        raise UserError(f"{path} defines no make(); it must define make() -> (schedule, args), "
+                        f"like examples/matmul.py")
+    try:
+        out = make()
+    except TilecError:
+        raise
+    except Exception as e:
+        raise UserError(f"{path}: make() raised {type(e).__name__}: {e}") from e
+    if not (isinstance(out, (tuple, list)) and len(out) == 2 and isinstance(out[0], tc.Schedule)
+            and isinstance(out[1], (list, tuple))):
+        raise UserError(f"{path}: make() must return (schedule, args), e.g. (s, [A, W, Y]); got "
+                        f"{type(out).__name__}")
+    return out[0], list(out[1])
+
+
+def _reference(module, path: str):
+    ref = getattr(module, "reference", None)
+    if ref is None:
+        return None
+    if not callable(ref):
+        raise UserError(f"{path}: reference is not a function")
+
+    def checked(*xs):
+        try:
+            return ref(*xs)
+        except Exception as e:
+            raise UserError(f"{path}: reference() raised {type(e).__name__}: {e}") from e
+    return checked
+
+
+# -- parsing ---------------------------------------------------------------------------------------
+
+def parse_mix(text: str, fixed: str | None):
+    from tilec.tune.mix import ShapeMix
+    try:
+        return ShapeMix.parse(text, fixed or "")
+    except ValueError as e:  # tilec's ArgumentError is a ValueError too
+        detail = str(e) if isinstance(e, TilecError) else f"cannot read it ({e})"
+        raise UserError(f"bad --mix {text!r} / --fixed {fixed or ''!r}: {detail}; expected e.g. "
+                        f"--mix \"M=256:8,1536:1\" --fixed \"K=4096,N=12288\", or "
+                        f"--mix \"M=256;N=64:8|M=512;N=64:1\"") from e
+
+
+def parse_config(text: str | None) -> dict[str, int]:
+    """"BM=128,BN=128" -> {"BM": 128, "BN": 128}."""
+    out: dict[str, int] = {}
+    for part in (text or "").split(","):
+        if not part.strip():
+            continue
+        name, eq, value = part.partition("=")
+        try:
+            if not eq or not name.strip():
+                raise ValueError
+            out[name.strip()] = int(value)
+        except ValueError:
+            raise UserError(f"bad --config {text!r}: expected knob=int pairs, e.g. BM=128,BN=64") from None
+    return out
+
+
+def _sizes_of(sched) -> set[str]:
+    from tilec.ir.expr import SizeVar, walk
+    exprs = [e for t in sched.tensors.values() for e in t.shape]
+    exprs += [a.extent for t in sched.tensors.values() if t.is_reduction for a in t.reduce_axis]
+    return {n.name for e in exprs for n in walk(e) if isinstance(n, SizeVar)}
+
+
+def check_mix(sched, mix, path: str) -> None:
+    """Every shape of the mix must give exactly the schedule's sizes."""
+    need = _sizes_of(sched)
+    for shape, _ in mix:
+        missing, extra = sorted(need - set(shape)), sorted(set(shape) - need)
+        if missing:
+            raise UserError(f"the mix does not give size {', '.join(missing)} of {path} (its sizes: "
+                            f"{', '.join(sorted(need))}); add it to --mix or --fixed")
+        if extra:
+            raise UserError(f"the mix gives size {', '.join(extra)}, which {path} does not use (its sizes: "
+                            f"{', '.join(sorted(need)) or 'none'})")
+
+
+def _storage(url: str | None) -> str:
+    from tilec.tune.study import default_storage
+    return url or default_storage()
+
+
+# -- trials as a table -----------------------------------------------------------------------------
+
+def fmt_time(s) -> str:
+    if s is None or (isinstance(s, float) and math.isnan(s)):
+        return "-"
+    if s < 1e-3:
+        return f"{s * 1e6:.2f} us"
+    if s < 1:
+        return f"{s * 1e3:.3f} ms"
+    return f"{s:.3f} s"
+
+
+_ORDER = {"COMPLETE": 0, "RUNNING": 1, "WAITING": 2, "FAIL": 3, "PRUNED": 4}
+
+
+def trial_rows(study) -> list[dict]:
+    """Every trial of an optuna study: number, state, config, value, per-shape times, note."""
+    rows = []
+    for t in study.get_trials(deepcopy=False):
+        ua = t.user_attrs
+        notes = []
+        if "seed" in ua:
+            notes.append(f"seed ({ua['seed']})")
+        if "duplicate_of" in ua:
+            notes.append(f"same config as #{ua['duplicate_of']}")
+        if "failed_trial" in t.system_attrs:
+            notes.append(f"retry of #{t.system_attrs['failed_trial']}")
+        if "pruned" in ua:
+            notes.append(f"pruned: {ua['pruned']}")
+        if "failure" in ua:
+            notes.append(f"failed: {ua['failure']}")
+        elif t.state.name == "FAIL":
+            notes.append("failed: no result recorded (its worker stopped or died)")
+        rows.append({"number": t.number, "state": t.state.name, "config": dict(t.params), "value": t.value,
+                     "times": dict(ua.get("times", {})), "note": "; ".join(notes).replace("\n", " ")})
+    return rows
+
+
+def best_first(rows: list[dict]) -> list[dict]:
+    return sorted(rows, key=lambda r: (_ORDER.get(r["state"], 5),
+                                       r["value"] if r["value"] is not None else math.inf, r["number"]))
+
+
+def format_table(rows: list[dict], shapes: list[str] | None = None) -> str:
+    knobs: list[str] = []
+    for r in rows:
+        knobs += [k for k in r["config"] if k not in knobs]
+    if shapes is None:
+        shapes = []
+        for r in rows:
+            shapes += [k for k in r["times"] if k not in shapes]
+    head = ["#", "state", *knobs, "weighted", *shapes, "note"]
+    body = [[str(r["number"]), r["state"], *(str(r["config"].get(k, "-")) for k in knobs),
+             fmt_time(r["value"]), *(fmt_time(r["times"].get(s)) for s in shapes), r["note"]] for r in rows]
+    widths = [max(len(x) for x in col) for col in zip(head, *body)]
+    left = {1, len(head) - 1}  # state and note read left to right; numbers line up on the right
+    lines = []
+    for cells in [head, *body]:
+        text = "  ".join(c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+        lines.append(text.rstrip())
+    return "\n".join(lines)
+
+
+def _counts(rows) -> str:
+    by: dict[str, int] = {}
+    for r in rows:
+        by[r["state"]] = by.get(r["state"], 0) + 1
+    parts = [f"{by[s]} {s.lower()}" for s in sorted(by, key=lambda s: _ORDER.get(s, 5))]
+    return f"{len(rows)} trials ({', '.join(parts)})" if rows else "0 trials"
+
+
+def _cfg_text(cfg: dict) -> str:
+    return ",".join(f"{k}={v}" for k, v in cfg.items())
+
+
+def load_study(name: str, storage: str):
+    import optuna
+    try:
+        names = optuna.get_all_study_names(storage=storage)
+    except Exception as e:
+        raise UserError(f"cannot open storage {storage}: {type(e).__name__}: {str(e).splitlines()[0]}") from e
+    if name not in names:
+        have = ", ".join(names[:10]) + (", ..." if len(names) > 10 else "") if names else "none"
+        raise UserError(f"no study named {name} in {storage} (its studies: {have})")
+    return optuna.load_study(study_name=name, storage=storage)
+
+
+# -- commands --------------------------------------------------------------------------------------
+
+def cmd_tune(a) -> int:
+    from tilec.tune.study import study_key
+    mix = parse_mix(a.mix, a.fixed)
+    module = load_file(a.file)
+    s, args = make_schedule(module, a.file)
+    check_mix(s, mix, a.file)
+    reference = _reference(module, a.file)
+    storage = _storage(a.storage)
+    name = a.study or study_key(s, mix, args)
+    print(f"tuning {a.file} for {mix}: {a.trials} trials, study {name} in {storage}"
+          f"{' (worker)' if a.worker else ''}")
+    if reference is None:
+        print(f"note: {a.file} defines no reference(); candidates are checked against the unscheduled "
+              f"compute built by tilec")
+    print("note: tc.tune reports no progress while it runs; the trials are listed when it returns",
+          flush=True)
+    tuned = tc.tune(s, mix, trials=a.trials, args=args, reference=reference, storage=storage,
+                    expected_calls=a.expected_calls, worker=a.worker, study_name=name)
+    if a.worker:
+        rows = trial_rows(load_study(name, storage))
+        print(f"study {name} in {storage} now has {_counts(rows)}")
+        print(f"see them: tilec show --storage {storage} --study {name}")
+        return 0
+    rows = trial_rows(tuned.study)
+    from tilec.tune.mix import ShapeMix
+    print(f"\n{_counts(rows)}:")
+    print(format_table(rows, [ShapeMix.key(sh) for sh, _ in mix]))
+    print()
+    print(tuned.plan)
+    if a.report:
+        print(f"report: {tuned.report(a.report)}")
+    print(f"\nstudy:   {name}\nstorage: {storage}")
+    print(f"see it again: tilec show --storage {storage} --study {name}")
+    return 0
+
+
+def cmd_show(a) -> int:
+    from tilec.tune.mix import ShapeMix
+    from tilec.tune.study import study_key
+    storage = _storage(a.storage)
+    file = a.tuned or a.file
+    if a.tuned and a.file:
+        raise UserError("give --tuned FILE or --file FILE, not both")
+    mix = parse_mix(a.mix, a.fixed) if a.mix else None
+    if a.fixed and not a.mix:
+        raise UserError("--fixed needs --mix")
+    s = args = None
+    if file:
+        s, args = make_schedule(load_file(file), file)
+        if mix is not None:
+            check_mix(s, mix, file)
+    name = a.study
+    if name is None:
+        if file is None:  # no study named: list the storage's studies
+            return _list_studies(storage)
+        if mix is None:
+            raise UserError(f"to find the study of {file}, give the --mix (and --fixed) it was tuned with, "
+                            f"or name it with --study")
+        name = study_key(s, mix, args)
+    elif file and mix is not None and study_key(s, mix, args) != name:
+        print(f"note: {file} with this mix would be tuned in study {study_key(s, mix, args)}, not {name}")
+    study = load_study(name, storage)
+    rows = trial_rows(study)
+    print(f"study:   {name}\nstorage: {storage}")
+    secs = study.user_attrs.get("tuning_seconds")
+    print(f"{_counts(rows)}" + (f", {secs:.1f} s of tuning" if secs is not None else ""))
+    print(format_table(best_first(rows)))
+    complete = [r for r in rows if r["state"] == "COMPLETE"]
+    if not complete:
+        print("no trial completed yet")
+        return 0
+    best = min(complete, key=lambda r: (r["value"], r["number"]))
+    print(f"\nbest generic config: {_cfg_text(best['config'])} (trial #{best['number']}, "
+          f"{fmt_time(best['value'])} per call, weighted over the mix)")
+    if file:
+        first = ShapeMix.key(mix.shapes[0]) if mix is not None else next(iter(best["times"]), "")
+        try:
+            kernel = tc.build(s, args, config=best["config"])
+        except TilecError as e:
+            raise UserError(f"the study's best config does not fit {file}: {e}") from e
+        print(f"\n# Triton source for {first or 'every shape'}: the generic kernel of {_cfg_text(kernel.config)}")
+        print(kernel.source)
+    return 0
+
+
+def _list_studies(storage: str) -> int:
+    import optuna
+    try:
+        summaries = optuna.get_all_study_summaries(storage=storage)
+    except Exception as e:
+        raise UserError(f"cannot open storage {storage}: {type(e).__name__}: {str(e).splitlines()[0]}") from e
+    print(f"storage: {storage}")
+    if not summaries:
+        print("no studies")
+    for su in summaries:
+        best = fmt_time(su.best_trial.value) if su.best_trial else "-"
+        print(f"  {su.study_name}  {su.n_trials} trials  best {best}")
+    print("show one: tilec show --storage URL --study NAME")
+    return 0
+
+
+def cmd_lower(a) -> int:
+    config = parse_config(a.config)
+    s, args = make_schedule(load_file(a.file), a.file)
+    kernel = tc.build(s, args, config=config)
+    print(f"# loop nest ({_cfg_text(kernel.config) or 'no knobs'})")
+    print(tc.lower(s, kernel.config))
+    print("\n# Triton source")
+    print(kernel.source)
+    return 0
+
+
+# -- entry point -----------------------------------------------------------------------------------
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="tilec", description="tilec: tune schedules for shape mixes, show studies, read "
+                                         "generated code. Docs: docs/tuning.md")
+    p.add_argument("--traceback", action="store_true", help="show the Python traceback of errors")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    t = sub.add_parser("tune", help="search a schedule's knobs for a shape mix (an optuna study)")
+    t.add_argument("file", metavar="FILE", help="Python file defining make() and reference()")
+    t.add_argument("--mix", required=True, help=MIX_HELP)
+    t.add_argument("--fixed", help=FIXED_HELP)
+    t.add_argument("--trials", type=int, default=64, help="trials the study should have in all (default 64)")
+    t.add_argument("--storage", help="optuna storage URL: sqlite:///file.db, postgresql://... "
+                                     "(default: sqlite under ~/.cache/tilec)")
+    t.add_argument("--study", help="study name (default: derived from the schedule, mix, device and versions)")
+    t.add_argument("--expected-calls", type=float, default=1_000_000,
+                   help="calls the kernel will serve; picks the plan by P + calls*T (default 1e6)")
+    t.add_argument("--worker", action="store_true",
+                   help="only add trials to the shared study (run one per GPU/host); no plan")
+    t.add_argument("--report", help="write the trials and plan to a .json (or .png, needs matplotlib)")
+    t.set_defaults(func=cmd_tune)
+
+    s = sub.add_parser("show", help="list the trials of a stored study, best first")
+    s.add_argument("--storage", help="optuna storage URL (default: sqlite under ~/.cache/tilec)")
+    s.add_argument("--study", help="study name (without it and a file: list the storage's studies)")
+    s.add_argument("--file", metavar="FILE", help="also print the Triton source of the best config of FILE")
+    s.add_argument("--tuned", metavar="FILE", help="show the study tc.tune uses for FILE and --mix")
+    s.add_argument("--mix", help=MIX_HELP)
+    s.add_argument("--fixed", help=FIXED_HELP)
+    s.set_defaults(func=cmd_show)
+
+    lo = sub.add_parser("lower", help="print a schedule's loop nest and Triton source")
+    lo.add_argument("file", metavar="FILE", help="Python file defining make()")
+    lo.add_argument("--config", help="knob values, e.g. BM=128,BN=128 (default: each knob's first choice)")
+    lo.set_defaults(func=cmd_lower)
+    return p
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    show_tb = "--traceback" in argv
+    try:
+        a = parser().parse_args(argv)
+        if a.command == "tune" and a.trials < 1:
+            raise UserError(f"--trials must be at least 1, got {a.trials}")
+        return a.func(a)
+    except (UserError, TilecError) as e:
+        if show_tb:
+            raise
+        print(f"error: {' '.join(str(e).split()) or type(e).__name__}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted; finished trials are stored, and the same command resumes the study",
+              file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
