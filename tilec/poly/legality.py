@@ -67,14 +67,6 @@ class Violation:
         except Exception:  # noqa: BLE001 - the source time is only used to word the message
             self.ts = None
 
-    def instance(self, stmt, vals) -> str:
-        t = stmt.stage
-        return f"{t}[{', '.join(map(str, vals[:len(self.model_axes(stmt))]))}]"
-
-    @staticmethod
-    def model_axes(stmt):
-        return [a for a in stmt.axes if a.kind == "spatial"]
-
     def counterexample(self) -> dict:
         return {"source": f"{self.src.name}[{', '.join(map(str, self.x))}]",
                 "sink": f"{self.dst.name}[{', '.join(map(str, self.y))}]",
