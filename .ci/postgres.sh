@@ -11,7 +11,7 @@ ver=$(ls /usr/lib/postgresql | sort -n | tail -1)
 if ! pg_lsclusters -h | awk '{print $1" "$2}' | grep -qx "$ver main"; then
   pg_createcluster "$ver" main >/dev/null
 fi
-pg_ctlcluster "$ver" main start 2>/dev/null || true
+pg_ctlcluster "$ver" main start >/dev/null 2>&1 || true
 for _ in $(seq 1 30); do
   su postgres -c "psql -qtAc 'SELECT 1'" >/dev/null 2>&1 && break
   sleep 1
