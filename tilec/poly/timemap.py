@@ -64,6 +64,10 @@ class TimeMaps:
             vec = vec + [_const(0)] * (self.D - len(vec))
             self.labels[name] = [e.label for e in vec]
             self.maps[name] = self._map(model.stmts[name], vec)
+        # isl.md pitfall 1: lexicographic comparisons silently pair nothing across different time
+        # spaces, which would make any schedule look legal. Every map lands in one anonymous space.
+        spaces = {m.get_space().range().to_str() for m in self.maps.values()}
+        assert len(spaces) <= 1 and all(m.dim(isl.dim_type.out) == self.D for m in self.maps.values()), spaces
 
     # -- the plan as entries ----------------------------------------------------------------------
     def _walk(self, p: Placed):
