@@ -2,15 +2,17 @@
 
     tilec tune FILE --mix "M=256:8,1536:1,2048:1" --fixed "K=4096,N=12288" [--trials 64]
                [--storage URL] [--study NAME] [--expected-calls N] [--worker] [--report out.json]
+               [--no-progress]
     tilec show [--storage URL] [--study NAME] [--file FILE --mix ... --fixed ...]
     tilec show --tuned FILE --mix ... [--fixed ...] [--storage URL]
     tilec lower FILE [--config BM=128,BN=128]
 
 FILE is a Python file like the examples: it defines `make()` -> (schedule, args) and, for `tune`,
 `reference(*inputs)` (torch; without it the unscheduled compute built by tilec is the reference).
-Its directory is put on `sys.path`, so it can `import common`. User errors (a bad mix, a missing
-file, a TilecError) print one `error: ...` line and exit with status 2; `--traceback` shows the
-Python traceback instead.
+Its directory is put on `sys.path`, so it can `import common`. `tune` shows optuna's progress bar
+on stderr while it runs, then every trial of the study, the plan, and how to find the study again.
+User errors (a bad mix, a missing file, a TilecError) print one `error: ...` line and exit with
+status 2; `--traceback` shows the Python traceback instead.
 """
 
 from __future__ import annotations
@@ -183,8 +185,9 @@ def trial_rows(study) -> list[dict]:
         if "failure" in ua:
             notes.append(f"failed: {ua['failure']}")
         elif t.state.name == "FAIL":
-            notes.append("failed: no result recorded (its worker stopped or died)")
-        rows.append({"number": t.number, "state": t.state.name, "config": dict(t.params), "value": t.value,
+            notes.append("failed: no result recorded (interrupted, or its worker died)")
+        config = dict(t.params) or dict(t.system_attrs.get("fixed_params", {}))  # a WAITING trial's: enqueued
+        rows.append({"number": t.number, "state": t.state.name, "config": config, "value": t.value,
                      "times": dict(ua.get("times", {})), "note": "; ".join(notes).replace("\n", " ")})
     return rows
 
@@ -254,10 +257,10 @@ def cmd_tune(a) -> int:
     if reference is None:
         print(f"note: {a.file} defines no reference(); candidates are checked against the unscheduled "
               f"compute built by tilec")
-    print("note: tc.tune reports no progress while it runs; the trials are listed when it returns",
-          flush=True)
+    sys.stdout.flush()
     tuned = tc.tune(s, mix, trials=a.trials, args=args, reference=reference, storage=storage,
-                    expected_calls=a.expected_calls, worker=a.worker, study_name=name)
+                    expected_calls=a.expected_calls, worker=a.worker, study_name=name,
+                    progress=not a.no_progress)
     if a.worker:
         rows = trial_rows(load_study(name, storage))
         print(f"study {name} in {storage} now has {_counts(rows)}")
@@ -346,7 +349,7 @@ def cmd_lower(a) -> int:
     s, args = make_schedule(load_file(a.file), a.file)
     kernel = tc.build(s, args, config=config)
     print(f"# loop nest ({_cfg_text(kernel.config) or 'no knobs'})")
-    print(tc.lower(s, kernel.config))
+    print(str(tc.lower(s, kernel.config)).rstrip())
     print("\n# Triton source")
     print(kernel.source)
     return 0
@@ -357,43 +360,46 @@ def cmd_lower(a) -> int:
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="tilec", description="tilec: tune schedules for shape mixes, show studies, read "
                                          "generated code. Docs: docs/tuning.md")
-    p.add_argument("--traceback", action="store_true", help="show the Python traceback of errors")
+    p.add_argument("--traceback", action="store_true", help="show the Python traceback of errors (allowed "
+                                                            "anywhere on the line)")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     t = sub.add_parser("tune", help="search a schedule's knobs for a shape mix (an optuna study)")
     t.add_argument("file", metavar="FILE", help="Python file defining make() and reference()")
-    t.add_argument("--mix", required=True, help=MIX_HELP)
-    t.add_argument("--fixed", help=FIXED_HELP)
-    t.add_argument("--trials", type=int, default=64, help="trials the study should have in all (default 64)")
-    t.add_argument("--storage", help="optuna storage URL: sqlite:///file.db, postgresql://... "
+    t.add_argument("--mix", required=True, metavar="MIX", help=MIX_HELP)
+    t.add_argument("--fixed", metavar="SIZES", help=FIXED_HELP)
+    t.add_argument("--trials", type=int, default=64, metavar="N", help="trials the study should have in all (default 64)")
+    t.add_argument("--storage", metavar="URL", help="optuna storage URL: sqlite:///file.db, postgresql://... "
                                      "(default: sqlite under ~/.cache/tilec)")
-    t.add_argument("--study", help="study name (default: derived from the schedule, mix, device and versions)")
-    t.add_argument("--expected-calls", type=float, default=1_000_000,
+    t.add_argument("--study", metavar="NAME", help="study name (default: derived from the schedule, mix, device and versions)")
+    t.add_argument("--expected-calls", type=float, default=1_000_000, metavar="N",
                    help="calls the kernel will serve; picks the plan by P + calls*T (default 1e6)")
     t.add_argument("--worker", action="store_true",
                    help="only add trials to the shared study (run one per GPU/host); no plan")
-    t.add_argument("--report", help="write the trials and plan to a .json (or .png, needs matplotlib)")
+    t.add_argument("--report", metavar="PATH", help="write the trials and plan to a .json (or .png, needs matplotlib)")
+    t.add_argument("--no-progress", action="store_true", help="no progress bar (optuna's, on stderr)")
     t.set_defaults(func=cmd_tune)
 
     s = sub.add_parser("show", help="list the trials of a stored study, best first")
-    s.add_argument("--storage", help="optuna storage URL (default: sqlite under ~/.cache/tilec)")
-    s.add_argument("--study", help="study name (without it and a file: list the storage's studies)")
+    s.add_argument("--storage", metavar="URL", help="optuna storage URL (default: sqlite under ~/.cache/tilec)")
+    s.add_argument("--study", metavar="NAME", help="study name (without it and a file: list the storage's studies)")
     s.add_argument("--file", metavar="FILE", help="also print the Triton source of the best config of FILE")
     s.add_argument("--tuned", metavar="FILE", help="show the study tc.tune uses for FILE and --mix")
-    s.add_argument("--mix", help=MIX_HELP)
-    s.add_argument("--fixed", help=FIXED_HELP)
+    s.add_argument("--mix", metavar="MIX", help=MIX_HELP)
+    s.add_argument("--fixed", metavar="SIZES", help=FIXED_HELP)
     s.set_defaults(func=cmd_show)
 
     lo = sub.add_parser("lower", help="print a schedule's loop nest and Triton source")
     lo.add_argument("file", metavar="FILE", help="Python file defining make()")
-    lo.add_argument("--config", help="knob values, e.g. BM=128,BN=128 (default: each knob's first choice)")
+    lo.add_argument("--config", metavar="KNOBS", help="knob values, e.g. BM=128,BN=128 (default: each knob's first choice)")
     lo.set_defaults(func=cmd_lower)
     return p
 
 
 def main(argv=None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = [str(x) for x in (sys.argv[1:] if argv is None else argv)]
     show_tb = "--traceback" in argv
+    argv = [x for x in argv if x != "--traceback"]
     try:
         a = parser().parse_args(argv)
         if a.command == "tune" and a.trials < 1:

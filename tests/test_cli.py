@@ -1,0 +1,210 @@
+"""The `tilec` command line: tune, show, lower, worker mode and user errors, on a tiny GEMM file
+written into a temporary directory (Triton's interpreter on a CPU; injected timings)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import optuna
+import pytest
+
+from tilec.cli import UserError, main
+from tilec.tune import measure
+
+REPO = Path(__file__).parent.parent
+
+CASE = '''"""A tiny float32 GEMM with knobs, written by tests/test_cli.py."""
+import cli_case_helpers  # a sibling module: the file's directory is on sys.path
+
+import tilec as tc
+
+
+def make():
+    M, N, K = tc.size_vars("M N K")
+    A = tc.placeholder((M, K), "float32", name="A")
+    W = tc.placeholder((K, N), "float32", name="W")
+    k = tc.reduce_axis(K, name="k")
+    C = tc.compute((M, N), lambda i, j: tc.sum(A[i, k] * W[k, j], axis=k), name="C")
+    s = tc.create_schedule(C)
+    i, j = C.axis
+    io, jo, ii, ji = s[C].tile(i, j, tc.knob("BM", [16, 32]), tc.knob("BN", [16, 64]))
+    ko, ki = s[C].split(k, tc.knob("BK", [16, 32]))
+    s[C].reorder(io, jo, ko, ii, ji, ki)
+    s[C].bind(io, "program_id.0")
+    s[C].bind(jo, "program_id.1")
+    return s, [A, W, C]
+
+
+reference = cli_case_helpers.matmul
+'''
+
+MIX = ["--mix", "M=16:3,40:1", "--fixed", "K=24,N=20"]
+
+
+def fake_timer(kernel, inputs):
+    """BM=16 suits M=16, BM=32 suits M=40, BK=32 saves 1 us; BM=32 with BK=32 runs out of resources."""
+    cfg, m = kernel.config, inputs[0].shape[0]
+    if cfg["BM"] == 32 and cfg["BK"] == 32:
+        raise RuntimeError("out of resources: shared memory")
+    us = {(16, 16): 5, (16, 40): 20, (32, 16): 8, (32, 40): 10}[(cfg["BM"], m)] - (cfg["BK"] == 32)
+    return us * 1e-6
+
+
+def write_case(d: Path) -> Path:
+    (d / "cli_case_helpers.py").write_text("def matmul(a, w):\n    return a @ w\n")
+    f = d / "gemm_case.py"
+    f.write_text(CASE)
+    return f
+
+
+def run(argv) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main([str(a) for a in argv])
+    return rc, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def tuned(tmp_path_factory):
+    """One `tilec tune` run shared by the tests that read its study."""
+    d = tmp_path_factory.mktemp("cli")
+    case = write_case(d)
+    url = f"sqlite:///{d / 'study.db'}"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(measure, "default_timer", fake_timer)
+        mp.setattr(sys, "path", list(sys.path))
+        rc, out, err = run(["tune", case, *MIX, "--trials", 12, "--storage", url, "--report", d / "r.json"])
+    assert rc == 0, err
+    name = out.split("study:")[-1].split()[0]
+    return {"dir": d, "case": case, "url": url, "out": out, "err": err, "name": name}
+
+
+def test_tune_prints_trials_plan_and_study(tuned):
+    out = tuned["out"]
+    assert "Best trial" in tuned["err"] and "it/s" in tuned["err"]     # optuna's progress bar, on stderr
+    assert tuned["name"].startswith("tilec-")
+    for state in ("COMPLETE", "PRUNED", "FAIL"):
+        assert state in out
+    assert "tile BN=64 exceeds every shape's extent" in out          # pruned before compiling
+    assert "out of resources" in out                                  # a failed candidate, with its reason
+    assert "plans for 1,000,000 expected calls" in out and "chosen: per-shape" in out
+    assert f"storage: {tuned['url']}" in out
+    assert f"tilec show --storage {tuned['url']} --study {tuned['name']}" in out
+    report = json.loads((tuned["dir"] / "r.json").read_text())
+    assert report["plan"] in out and len(report["trials"]) >= 8
+
+
+def _rows(out: str) -> list[list[str]]:
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.split()[:2] == ["#", "state"])
+    rows = []
+    for line in lines[start + 1:]:
+        if not line.strip() or not line.split()[0].isdigit():
+            break
+        rows.append(line.split())
+    return rows
+
+
+def test_show_lists_trials_best_first(tuned):
+    rc, out, _ = run(["show", "--storage", tuned["url"], "--study", tuned["name"]])
+    assert rc == 0
+    rows = _rows(out)
+    study = optuna.load_study(study_name=tuned["name"], storage=tuned["url"])
+    assert len(rows) == len(study.trials)
+    states = [r[1] for r in rows]
+    assert states == sorted(states, key=["COMPLETE", "FAIL", "PRUNED"].index)
+    complete = sorted((t for t in study.trials if t.state.name == "COMPLETE"), key=lambda t: (t.value, t.number))
+    assert [int(r[0]) for r in rows[: len(complete)]] == [t.number for t in complete]
+    assert rows[0][2:5] == ["16", "16", "32"]                          # BM BN BK of the best generic config
+    assert rows[0][5:9] == ["7.75", "us", "4.00", "us"] and "K=24,M=16,N=20" in out  # weighted, per-shape
+    assert "pruned: tile BN=64" in out and "failed: fails at" in out
+    assert "best generic config: BM=16,BN=16,BK=32" in out
+
+
+def test_show_tuned_finds_the_same_study_and_prints_source(tuned):
+    rc, out, _ = run(["show", "--tuned", tuned["case"], *MIX, "--storage", tuned["url"]])
+    assert rc == 0
+    assert f"study:   {tuned['name']}" in out
+    assert "# Triton source for K=24,M=16,N=20" in out and "@triton.jit" in out
+    assert "config: BK=32, BM=16, BN=16" in out                         # the best config's kernel
+    rc, out2, _ = run(["show", "--storage", tuned["url"], "--study", tuned["name"], "--file", tuned["case"]])
+    assert rc == 0 and "@triton.jit" in out2
+    rc, listing, _ = run(["show", "--storage", tuned["url"]])          # no study named: list them
+    assert rc == 0 and tuned["name"] in listing
+
+
+def test_show_lists_waiting_trials_with_their_config(tmp_path):
+    url = f"sqlite:///{tmp_path / 'q.db'}"
+    optuna.create_study(study_name="q", storage=url).enqueue_trial({"BM": 32, "BN": 16},
+                                                                   user_attrs={"seed": "cost model"})
+    rc, out, _ = run(["show", "--storage", url, "--study", "q"])
+    assert rc == 0 and "no trial completed yet" in out
+    assert _rows(out)[0][:4] == ["0", "WAITING", "32", "16"]
+
+
+def test_worker_only_adds_trials(tmp_path, monkeypatch):
+    monkeypatch.setattr(measure, "default_timer", fake_timer)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    case, url = write_case(tmp_path), f"sqlite:///{tmp_path / 'w.db'}"
+    rc, out, err = run(["tune", case, *MIX, "--trials", 3, "--storage", url, "--worker", "--study", "shared",
+                        "--no-progress"])
+    assert rc == 0 and err == "", err
+    assert f"study shared in {url} now has 3 trials" in out
+    assert "plans for" not in out
+    rc, out, _ = run(["tune", case, *MIX, "--trials", 5, "--storage", url, "--worker", "--study", "shared"])
+    assert rc == 0 and "now has 5 trials" in out
+    assert len(optuna.load_study(study_name="shared", storage=url).trials) == 5
+
+
+def test_lower_prints_the_nest_and_the_source(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    case = write_case(tmp_path)
+    rc, out, _ = run(["lower", case, "--config", "BM=32,BK=32"])
+    assert rc == 0
+    assert "# loop nest (BM=32,BN=16,BK=32)" in out
+    assert "kernel C_kernel" in out and "for ko in [0, cdiv(K, 32))" in out
+    assert "# Triton source" in out and "@triton.jit" in out and "config: BK=32, BM=32, BN=16" in out
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["tune", "{case}", "--mix", "M=abc", "--fixed", "K=24,N=20"], "bad --mix 'M=abc'"),
+    (["tune", "{case}", "--mix", "M=16:0", "--fixed", "K=24,N=20"], "weight must be a positive number"),
+    (["tune", "{case}", "--mix", "M=16"], "does not give size K, N"),
+    (["tune", "{dir}/missing.py", *MIX], "no such file"),
+    (["tune", "{dir}/cli_case_helpers.py", *MIX], "defines no make()"),
+    (["lower", "{case}", "--config", "BM=48"], "not one of the choices of knob 'BM'"),
+    (["lower", "{case}", "--config", "BM"], "bad --config"),
+    (["show", "--storage", "sqlite:///{dir}/none.db", "--study", "nope"], "no study named nope"),
+    (["tune", "{case}"], "required: --mix"),
+])
+def test_user_errors_exit_2_with_one_line(tmp_path, monkeypatch, argv, message):
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    case = write_case(tmp_path)
+    rc, out, err = run([a.format(case=case, dir=tmp_path) for a in argv])
+    assert rc == 2
+    assert err.startswith("error: ") and err.count("\n") == 1 and message in err, err
+    assert "Traceback" not in err
+
+
+def test_traceback_flag_raises_instead(tmp_path):
+    with pytest.raises(UserError, match="no such file"):
+        run(["tune", tmp_path / "missing.py", *MIX, "--traceback"])
+
+
+def test_python_m_tilec_cli(tmp_path):
+    case = write_case(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    p = subprocess.run([sys.executable, "-m", "tilec.cli", "lower", str(case), "--config", "BN=16"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "kernel C_kernel" in p.stdout and "@triton.jit" in p.stdout
+    p = subprocess.run([sys.executable, "-m", "tilec.cli", "tune", str(tmp_path / "gone.py"), *MIX],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 2
+    assert p.stderr.startswith("error: no such file") and "Traceback" not in p.stderr
