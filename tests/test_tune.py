@@ -212,3 +212,28 @@ def test_report_plot(tmp_path):
                     storage=f"sqlite:///{tmp_path / 'plot.db'}", progress=True)
     path = Path(tuned.report(str(tmp_path / "report.png")))
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.with_suffix(".json").exists()
+
+
+def test_mix_must_give_every_size(tmp_path):
+    s, args = tune_case.make()
+    with pytest.raises(tc.ArgumentError, match=r"does not give N; every shape needs K, M, N"):
+        tc.tune(s, tc.ShapeMix([({"M": 16}, 1)], fixed={"K": 24}), trials=2, args=args,
+                reference=tune_case.reference, storage=f"sqlite:///{tmp_path / 'm.db'}")
+
+
+def test_study_name_ignores_the_order_of_the_mix():
+    from tilec.tune.study import study_key
+    s, args = tune_case.make()
+    a = tc.ShapeMix([({"M": 16}, 3), ({"M": 40}, 1)], fixed={"K": 24, "N": 20})
+    b = tc.ShapeMix([({"M": 40}, 1), ({"M": 16}, 3)], fixed={"K": 24, "N": 20})
+    c = tc.ShapeMix([({"M": 40}, 1.0001), ({"M": 16}, 3)], fixed={"K": 24, "N": 20})
+    assert study_key(s, a, args) == study_key(s, b, args) != study_key(s, c, args)
+
+
+def test_a_worker_seeds_an_empty_study(tmp_path):
+    s, args = tune_case.make()
+    storage = f"sqlite:///{tmp_path / 'seed.db'}"
+    tc.tune(s, tune_case.MIX, trials=3, args=args, reference=tune_case.reference, storage=storage,
+            study_name="w", worker=True)
+    st = optuna.load_study(study_name="w", storage=storage)
+    assert [t.user_attrs.get("seed") for t in st.trials] == ["cost model"] * 3

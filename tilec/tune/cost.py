@@ -11,6 +11,7 @@ from __future__ import annotations
 from tilec.ir.dtypes import itemsize
 from tilec.ir.expr import evaluate
 from tilec.poly.footprint import analyze
+from tilec.schedule.knob import factor_value
 from tilec.schedule.placement import Plan
 
 PEAK_FLOPS = 700e12   # bf16 tensor-core rate measured on the H200 (shared notes: 678-790 TFLOP/s)
@@ -58,7 +59,14 @@ def estimate(sched, config: dict, shape: dict) -> float:
     programs = max((_prod(evaluate(a.extent, env) for a in r.layout.grid) for r in plan.kernels), default=1)
     waves = -(-programs // SMS)
     wave_eff = programs / (waves * SMS)
-    return max(flops / PEAK_FLOPS, nbytes / BANDWIDTH) / max(wave_eff, 1e-3) + time
+    # second-order terms, so that configs equal in traffic still rank: deeper pipelines hide more
+    # memory latency; too few warps for a tile's accumulator spill registers
+    stages = min((factor_value(v, config) for st in sched.stages.values() for v in st.pipelines.values()), default=1)
+    warps = [factor_value(st.warps, config) for st in sched.stages.values() if st.warps is not None] or [4]
+    acc = max((res.registers_per_thread for res in analyze(sched, config)), default=0)
+    latency = 1 + 0.15 / max(stages, 1)
+    pressure = 1 + 0.002 * max(0, acc - 128) + 0.02 * (max(warps) == 8 and acc < 64)
+    return max(flops / PEAK_FLOPS, nbytes / BANDWIDTH) / max(wave_eff, 1e-3) * latency * pressure + time
 
 
 def weighted_estimate(sched, config: dict, mix) -> float:

@@ -40,7 +40,8 @@ FINISHED = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED, op
 
 
 def default_storage() -> str:
-    d = Path.home() / ".cache" / "tilec"
+    import os
+    d = Path(os.environ.get("TILEC_CACHE_DIR", Path.home() / ".cache" / "tilec"))
     d.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{d / 'tuning.db'}"
 
@@ -51,7 +52,8 @@ def _device_name() -> str:
 
 def study_key(sched, mix: ShapeMix, args) -> str:
     import triton  # noqa: F401 - its version is part of the key
-    parts = [sched.fingerprint(), repr(mix), ",".join(a.name for a in args), _device_name(),
+    shapes = sorted((ShapeMix.key(s), repr(w)) for s, w in mix)  # order-free, exact weights
+    parts = [sched.fingerprint(), json.dumps(shapes), ",".join(a.name for a in args), _device_name(),
              tilec.__version__, triton_compat.triton().__version__]
     return "tilec-" + hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
@@ -192,6 +194,13 @@ def tune(sched, mix: ShapeMix, trials: int = 64, *, args=None, reference=None, s
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
         raise ArgumentError(f"tune: trials must be a positive int, got {trials!r}")
     args = list(args) if args is not None else sched.placeholders + list(sched.outputs)
+    from tilec.ir.expr import SizeVar, walk
+    needed = sorted({n.name for t in args for e in t.shape for n in walk(e) if isinstance(n, SizeVar)})
+    for shape, _ in mix:
+        missing = [n for n in needed if n not in shape]
+        if missing:
+            raise ArgumentError(f"tune: the mix's shape {ShapeMix.key(shape)} does not give {', '.join(missing)}; "
+                                f"every shape needs {', '.join(needed)} (put common ones in fixed=)")
     if reference is None:
         from tilec.schedule.schedule import create_schedule
         ref_kernel = Kernel(create_schedule(list(sched.outputs)), args)
@@ -208,7 +217,7 @@ def tune(sched, mix: ShapeMix, trials: int = 64, *, args=None, reference=None, s
     study = optuna.create_study(study_name=name, storage=store, sampler=sampler, direction="minimize",
                                 load_if_exists=True)
     started = time.perf_counter()
-    if not study.trials and not worker:
+    if not study.trials:  # the first process to arrive seeds the study (enqueueing twice is skipped)
         ranked = sorted((c for c in space.configs() if space.feasible(c).ok),
                         key=lambda c: weighted_estimate(sched, c, mix))
         for cfg in ranked[: min(seeds, trials)]:
@@ -249,10 +258,10 @@ def tune(sched, mix: ShapeMix, trials: int = 64, *, args=None, reference=None, s
     study.set_user_attr("tuning_seconds", total_s)
     if worker:
         return None
-    return _choose(sched, args, mix, study, expected_calls, total_s)
+    return _choose(sched, args, mix, study, expected_calls, total_s, measurer)
 
 
-def _choose(sched, args, mix, study, calls, tuning_s) -> Tuned:
+def _choose(sched, args, mix, study, calls, tuning_s, measurer) -> Tuned:
     table = {}
     for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)):
         if "times" in t.user_attrs:
@@ -260,8 +269,11 @@ def _choose(sched, args, mix, study, calls, tuning_s) -> Tuned:
     if not table:
         reasons = {t.user_attrs.get("failure") or t.user_attrs.get("pruned") for t in study.trials}
         raise ArgumentError(f"tune: no config completed; reasons: {sorted(r for r in reasons if r)[:5]}")
+    # the price of one more kernel in a plan: lowering plus Triton's compile (at the first call),
+    # measured on a specialization, which is what the per-shape and bucket plans build
+    shape, xs, _ = measurer.cases[0]
     t0 = time.perf_counter()
-    Kernel(sched, args, next(iter(table.values()))[0]).program  # noqa: B018 - one compile, to price P
+    Kernel(sched, args, next(iter(table.values()))[0], specialize=dict(shape))(*xs)
     compile_s = time.perf_counter() - t0
     opts = options(table, mix, tuning_s, compile_s)
     chosen = min(opts, key=lambda o: o.total(calls))
