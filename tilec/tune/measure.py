@@ -44,10 +44,10 @@ def random_inputs(sched, inputs, sizes: dict, device, seed: int = 0) -> list[tor
     for t in inputs:
         shape = [evaluate(e, sizes) for e in t.shape]
         dt = getattr(torch, t.dtype)
-        if dt.is_floating_point:
-            x = torch.randn(shape, generator=g).to(dt)
+        if dt.is_floating_point:  # made on the CPU with its own generator (whatever the default device)
+            x = torch.randn(shape, generator=g, device="cpu").to(dt)
         else:
-            x = torch.randint(-8, 9, shape, generator=g).to(dt)
+            x = torch.randint(-8, 9, shape, generator=g, device="cpu").to(dt)
         out.append(x.to(device))
     return out
 
