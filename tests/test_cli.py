@@ -199,7 +199,7 @@ def test_traceback_flag_raises_instead(tmp_path):
 
 def test_python_m_tilec_cli(tmp_path):
     case = write_case(tmp_path)
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     p = subprocess.run([sys.executable, "-m", "tilec.cli", "lower", str(case), "--config", "BN=16"],
                        capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 0, p.stderr

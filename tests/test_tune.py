@@ -139,7 +139,8 @@ def test_study_name_changes_with_the_kernel(tmp_path):
 
 
 def _spawn(storage, trials, mode, study):
-    env = {**os.environ, "PYTHONPATH": str(HERE.parent), "TRITON_INTERPRET": "1"}
+    # keep the caller's PYTHONPATH (the GPU host puts islpy/optuna wheels there) and TRITON_INTERPRET
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE.parent), os.environ.get("PYTHONPATH")]))}
     return subprocess.Popen([sys.executable, str(HERE / "tune_case.py"), storage, str(trials), mode, study],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
