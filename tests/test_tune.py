@@ -231,10 +231,19 @@ def test_study_name_ignores_the_order_of_the_mix():
     assert study_key(s, a, args) == study_key(s, b, args) != study_key(s, c, args)
 
 
-def test_a_worker_seeds_an_empty_study(tmp_path):
+def test_seeding_by_workers(tmp_path):
+    """A worker seeds an empty study where the storage locks rows (PostgreSQL); on SQLite it leaves
+    seeding to the coordinating process, since two workers could claim one enqueued trial there."""
     s, args = tune_case.make()
     storage = f"sqlite:///{tmp_path / 'seed.db'}"
     tc.tune(s, tune_case.MIX, trials=3, args=args, reference=tune_case.reference, storage=storage,
             study_name="w", worker=True)
     st = optuna.load_study(study_name="w", storage=storage)
-    assert [t.user_attrs.get("seed") for t in st.trials] == ["cost model"] * 3
+    assert [t.user_attrs.get("seed") for t in st.trials] == [None] * 3
+    url = os.environ.get("TILEC_TEST_POSTGRES")
+    if url:
+        name = f"seed-{os.getpid()}-{int(time.time())}"
+        tc.tune(s, tune_case.MIX, trials=3, args=args, reference=tune_case.reference, storage=url,
+                study_name=name, worker=True)
+        st = optuna.load_study(study_name=name, storage=url)
+        assert [t.user_attrs.get("seed") for t in st.trials] == ["cost model"] * 3

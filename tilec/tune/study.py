@@ -217,7 +217,11 @@ def tune(sched, mix: ShapeMix, trials: int = 64, *, args=None, reference=None, s
     study = optuna.create_study(study_name=name, storage=store, sampler=sampler, direction="minimize",
                                 load_if_exists=True)
     started = time.perf_counter()
-    if not study.trials:  # the first process to arrive seeds the study (enqueueing twice is skipped)
+    # The first process to arrive seeds the study. Not a worker on SQLite: SQLite has no row locks, so
+    # two workers could both claim one enqueued trial (optuna then fails with "Cannot tell a
+    # COMPLETE trial"); a PostgreSQL fleet of workers seeds itself.
+    sqlite = (storage or default_storage()).startswith("sqlite")
+    if not study.trials and not (worker and sqlite):
         ranked = sorted((c for c in space.configs() if space.feasible(c).ok),
                         key=lambda c: weighted_estimate(sched, c, mix))
         for cfg in ranked[: min(seeds, trials)]:
