@@ -88,11 +88,18 @@ def as_expr(value: object) -> Expr:
     raise ArgumentError(f"expected a tilec expression or a number, got {type(value).__name__} {value!r}")
 
 
+def _category(dtype: str) -> int:
+    return 0 if dtype == "bool" else 2 if is_float(dtype) else 1
+
+
 def _promote(a: Expr, b: Expr) -> str:
-    if a.weak and not b.weak:
-        return b.dtype if (is_float(b.dtype) or not is_float(a.dtype)) else "float32"
-    if b.weak and not a.weak:
-        return a.dtype if (is_float(a.dtype) or not is_float(b.dtype)) else "float32"
+    """torch's rule: a Python number (weak) keeps the tensor's type unless it is of a higher category
+    (bool < int < float); then the result is that category's default type (int64, float32)."""
+    if a.weak != b.weak:
+        weak, strong = (a, b) if a.weak else (b, a)
+        if _category(weak.dtype) > _category(strong.dtype):
+            return "float32" if is_float(weak.dtype) else "int64"
+        return strong.dtype
     return promote(a.dtype, b.dtype)
 
 
@@ -159,6 +166,13 @@ class Binary(Expr):
     def __init__(self, op: str, a, b):
         self.op, self.a, self.b = op, as_expr(a), as_expr(b)
         self.weak = self.a.weak and self.b.weak
+        both_bool = self.a.dtype == "bool" and self.b.dtype == "bool"
+        if both_bool and op in ("-", "//", "%"):
+            raise ArgumentError(f"{op} on two bool values is not supported (as in torch); cast one with "
+                                f".astype('int32') first: {self.a!r} {op} {self.b!r}")
+        if op in ("&", "|") and (is_float(self.a.dtype) or is_float(self.b.dtype)):
+            raise ArgumentError(f"{op} needs bool or integer operands (as in torch), got {self.a.dtype} and "
+                                f"{self.b.dtype}: {self.a!r} {op} {self.b!r}; compare first, e.g. (x > 0) {op} (y > 0)")
         if op in _CMP:
             self.dtype = "bool"
         elif op == "/":
@@ -188,6 +202,12 @@ class Binary(Expr):
 class Unary(Expr):
     def __init__(self, op: str, a):
         self.op, self.a = op, as_expr(a)
+        if op == "-" and self.a.dtype == "bool":
+            raise ArgumentError(f"-{self.a!r}: negation of a bool value is not supported (as in torch); "
+                                f"use ~ to invert a mask")
+        if op == "~" and is_float(self.a.dtype):
+            raise ArgumentError(f"~{self.a!r}: ~ needs a bool or integer value (as in torch), got "
+                                f"{self.a.dtype}")
         self.dtype, self.weak = self.a.dtype, self.a.weak
 
     def children(self):

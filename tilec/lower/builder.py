@@ -16,10 +16,11 @@ kernel is read from registers by the stages placed with it; anything else is loa
 
 from __future__ import annotations
 
+import builtins
 from collections import defaultdict
 from dataclasses import dataclass
 
-from tilec.errors import LoweringError
+from tilec.errors import ArgumentError, LoweringError
 from tilec.ir import dtypes
 from tilec.ir.expr import (
     Binary,
@@ -33,6 +34,7 @@ from tilec.ir.expr import (
     SizeVar,
     Unary,
     Where,
+    evaluate,
     size_text,  # noqa: I001
     substitute,
     walk,
@@ -94,6 +96,32 @@ def _nonnegative(e: Expr) -> bool:
         if isinstance(n, Const) and (not isinstance(n.value, int) or n.value < 0):
             return False
     return True
+
+
+def _may_overrun(st: Stage, axis: IterVar, config: dict) -> bool:
+    """Whether the value that `axis` (split or fused further) is rebuilt from may reach its extent:
+    a split by a factor that does not divide it makes the last tile run past it."""
+    def top(a: IterVar):  # the largest value a's rebuilt value can take, None if unknown
+        for rel in st.relations:
+            if isinstance(rel, Split) and rel.parent is a:
+                o, i = top(rel.outer), top(rel.inner)
+                return None if o is None or i is None else o * factor_value(rel.factor, config) + i
+            if isinstance(rel, Fuse) and a in (rel.outer, rel.inner):
+                f, ext = top(rel.fused), _const_extent(rel.inner.extent, config)
+                if f is None or ext is None:
+                    return None
+                return f // ext if a is rel.outer else builtins.min(f, ext - 1)
+        ext = _const_extent(a.extent, config)
+        return None if ext is None else ext - 1
+    top_value, ext = top(axis), _const_extent(axis.extent, config)
+    return top_value is None or ext is None or top_value >= ext
+
+
+def _const_extent(e: Expr, config: dict) -> int | None:
+    try:
+        return evaluate(e, config)
+    except (ArgumentError, KeyError):
+        return None
 
 
 class KernelBuilder:
@@ -250,8 +278,14 @@ class KernelBuilder:
             return self.combine("tl.where({}, {}, {})", [c, a, b], dtypes.promote(a.dtype, b.dtype))
         if isinstance(e, Binary):
             a, b = self.emit(e.a, st, loads), self.emit(e.b, st, loads)
+            if a.dtype == b.dtype == "bool" and e.op in ("+", "*", "max", "min"):  # torch: or / and
+                op = "|" if e.op in ("+", "max") else "&"
+                return self.combine(f"{{}} {op} {{}}", [Val(_paren(a.code), a.dims, "bool"),
+                                                       Val(_paren(b.code), b.dims, "bool")], "bool")
             if e.op in ("max", "min"):
-                return self.combine(f"tl.{e.op}imum({{}}, {{}})", [a, b], dtypes.promote(a.dtype, b.dtype))
+                dtype = dtypes.promote(a.dtype, b.dtype)
+                prop = ", propagate_nan=tl.PropagateNan.ALL" if dtypes.is_float(dtype) else ""  # as torch
+                return self.combine(f"tl.{e.op}imum({{}}, {{}}{prop})", [a, b], dtype)
             if e.op == "/" and not dtypes.is_float(a.dtype) and not dtypes.is_float(b.dtype):
                 a = Val(f"tl.cast({a.code}, tl.float32)", a.dims, "float32")
             if e.op in ("//", "%") and not _nonnegative(e):
@@ -299,8 +333,22 @@ class KernelBuilder:
             return None
         self.inlined.add(st.name)
         mapping = dict(zip(ld.tensor.axis, ld.indices))
-        body = substitute(ld.tensor.body, lambda n: mapping.get(n) if isinstance(n, IterVar) else None)
-        return Cast(body, ld.tensor.dtype)
+        body = Cast(substitute(ld.tensor.body, lambda n: mapping.get(n) if isinstance(n, IterVar) else None),
+                    ld.tensor.dtype)
+        # A read outside the tensor gives 0, as a load from memory would: the inlined expression
+        # is evaluated only where the indices are in bounds.
+        inside = None
+        for idx, dim in zip(ld.indices, ld.tensor.shape):
+            if isinstance(idx, IterVar) and size_text(idx.extent) == size_text(dim):
+                continue
+            cond = Binary("&", Binary(">=", idx, 0), Binary("<", idx, dim))
+            inside = cond if inside is None else Binary("&", inside, cond)
+        if inside is not None:
+            dt = ld.tensor.dtype
+            zero = Const(False, "bool") if dt == "bool" else Const(0.0, "float32") if dtypes.is_float(dt) \
+                else Const(0, "int32")
+            body = Cast(Where(inside, body, zero), dt)
+        return body
 
     def in_scope(self, name: str):
         for scope in reversed(self.scopes):
@@ -413,6 +461,9 @@ class KernelBuilder:
             f = next(r.factor for r in st.relations if isinstance(r, Split) and r.inner is a)
             self.dim_extent[dim] = self.scalar(f) if isinstance(f, Knob) else str(lay.tile_extent[a])
             leaf_val[a], level_of[a] = Val(f"tl.arange(0, {self.dim_extent[dim]})", (dim,), "int32"), -1
+        # guards[a]: conditions on intermediate axes inside a's value that may overrun without a's own
+        # value overrunning (the inner axis of a split, split again by a factor that does not divide it)
+        guards: dict[IterVar, list[Val]] = defaultdict(list)
         for rel in reversed(st.relations):
             if isinstance(rel, Split) and rel.outer in leaf_val and rel.inner in leaf_val:
                 o, i = leaf_val[rel.outer], leaf_val[rel.inner]
@@ -420,12 +471,19 @@ class KernelBuilder:
                 leaf_val[rel.parent] = self.combine("{} * " + f + " + {}", [Val(_paren(o.code), o.dims, "int32"), i],
                                                     "int32")
                 level_of[rel.parent] = max(level_of[rel.outer], level_of[rel.inner])
+                guards[rel.parent] = guards[rel.outer] + guards[rel.inner]
+                if rel.inner not in lay.kind and _may_overrun(st, rel.inner, self.config):
+                    guards[rel.parent].append(self.combine("{} < " + f, [Val(_paren(i.code), i.dims, "int32")],
+                                                           "bool"))
             elif isinstance(rel, Fuse) and rel.fused in leaf_val:
                 fv = leaf_val[rel.fused]
                 ext = self.scalar(rel.inner.extent)
                 leaf_val[rel.outer] = Val(f"{_paren(fv.code)} // {_paren(ext)}", fv.dims, "int32")
                 leaf_val[rel.inner] = Val(f"{_paren(fv.code)} % {_paren(ext)}", fv.dims, "int32")
                 level_of[rel.outer] = level_of[rel.inner] = level_of[rel.fused]
+                guards[rel.outer] = guards[rel.inner] = list(guards[rel.fused])
+        self._check_tile_numel(x, {d for a in list(x.tensor.axis) + list(x.tensor.reduce_axis)
+                                   for d in (env[a].dims if a in env else leaf_val[a].dims)})
         defs: dict[int, list] = defaultdict(list)
         for axis in list(x.tensor.axis) + list(x.tensor.reduce_axis):
             if axis not in env:
@@ -438,9 +496,15 @@ class KernelBuilder:
                 name = self.fresh(f"offs_{axis.name}")
                 stmts.append(Stmt(f"{name} = {code}", None))
                 mask = None
+                conds = []
                 if needs_mask(lay, axis, self.config, self.p.facts):
+                    conds.append(Val(f"{name} < {_paren(self.scalar(axis.extent))}", v.dims, "bool"))
+                conds += guards[axis]
+                if conds:
                     mask = self.fresh(f"mask_{axis.name}")
-                    stmts.append(Stmt(f"{mask} = {name} < {_paren(self.scalar(axis.extent))}", None))
+                    m = self.combine(" & ".join(["({})" if len(conds) > 1 else "{}"] * len(conds)), conds, "bool",
+                                     order=v.dims)
+                    stmts.append(Stmt(f"{mask} = {m.code}", None))
                 env[axis] = AxisVal(name, v.dims, level_of[axis], mask)
 
         define(defs[-1], out)
@@ -448,6 +512,17 @@ class KernelBuilder:
         self.emit_loops(placed, loop_vars, defs, define, 0, out)
         self._attached(placed, -1, "consumer", out)
         self.stmts = saved
+
+    def _check_tile_numel(self, x: Stage, dims: set[str]) -> None:
+        """Triton's tensors hold at most 2**20 elements; the tile a stage computes on spans all its dims."""
+        numel = 1
+        for d in dims:
+            ext = self.dim_extent[d]
+            numel *= int(ext) if ext.isdigit() else self.config[ext]
+        if numel > targets.MAX_TILE_NUMEL:
+            shape = " x ".join(f"{d}={self.dim_extent[d]}" for d in self._order(dims))
+            raise LoweringError(f"{x.name} works on a tile of {numel} elements ({shape}), but Triton's tensors "
+                                f"hold at most {targets.MAX_TILE_NUMEL}; use smaller split factors")
 
     def _attached(self, placed: Placed, level: int, which: str, out: list) -> None:
         """Emit what is placed at `placed`'s loop `level`: caches and producers first, consumers after."""
@@ -567,10 +642,21 @@ class KernelBuilder:
                 m = self.combine(" & ".join(["{}"] * len(masks)), masks, "bool")
                 ident = (_IDENTITY if dtypes.is_float(acc_dtype) else _IDENTITY_INT)[red.op]
                 body = f"tl.where({self.expand(m, full)}, {body}, {ident})"
+            nan = red.op != "sum" and dtypes.is_float(acc_dtype)
+            if nan:  # tl.max/tl.min skip NaN; torch's amax/amin return it: carry a NaN flag
+                body = self.emit_stmt(f"{red.body.tensor.name.lower()}_vals" if isinstance(red.body, Load)
+                                      else "vals", body)
+                flag = f"({body} != {body}).to(tl.int32)"
             for d in sorted(rdims, key=full.index, reverse=True):
                 body = f"tl.{red.op}({body}, axis={full.index(d)})"
-            combine = {"sum": f"{name} + {{}}", "max": f"tl.maximum({name}, {{}})",
-                       "min": f"tl.minimum({name}, {{}})"}[red.op]
+                if nan:
+                    flag = f"tl.max({flag}, axis={full.index(d)})"
+            if nan:
+                self.stmts.append(Comment(f"tl.{red.op} skips NaN, torch's a{red.op} returns it: a NaN in the tile wins"))
+                body = self.emit_stmt(f"tile_{x.name}", f"tl.where({flag} > 0, float(\"nan\"), {body})")
+            prop = ", propagate_nan=tl.PropagateNan.ALL" if nan else ""
+            combine = {"sum": f"{name} + {{}}", "max": f"tl.maximum({name}, {{}}{prop})",
+                       "min": f"tl.minimum({name}, {{}}{prop})"}[red.op]
             part = Val(body, sdims, acc_dtype)
             out.append(Stmt(f"{name} = {combine.format(self.expand(part, sdims, full=True))}",
                             f"{name}[{', '.join(sdims)}] " + (f"+= {red.body!r}" if red.op == "sum" else

@@ -10,6 +10,8 @@ Golden tests pin the "cuda" form; `tests/test_golden.py` checks that the forms d
 
 from __future__ import annotations
 
+MAX_TILE_NUMEL = 1 << 20  # triton.language.TRITON_MAX_TENSOR_NUMEL: elements of one tensor
+
 NATIVE_DOT = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
 
 

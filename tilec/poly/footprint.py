@@ -57,10 +57,17 @@ class Resources:
         return "\n".join(lines)
 
 
-def _box(tile: isl.Map) -> list[int]:
+def _box(tile: isl.Map) -> list[int] | None:
+    """The box size per dimension; None where a computed (non-affine) index leaves it unbounded."""
     d = tile.reverse().apply_range(tile).deltas()
     d = d.project_out(isl.dim_type.param, 0, d.dim(isl.dim_type.param))
-    return [d.dim_max_val(i).to_python() + 1 for i in range(d.dim(isl.dim_type.set))]
+    out = []
+    for i in range(d.dim(isl.dim_type.set)):
+        v = d.dim_max_val(i)
+        if not v.is_int():
+            return None
+        out.append(v.to_python() + 1)
+    return out
 
 
 def _readable(text: str, labels: list[str]) -> str:
@@ -104,7 +111,11 @@ def analyze(sched, config=None) -> list[Resources]:
                         continue
                     tile = prefix.reverse().apply_range(reads)
                     box = _box(tile)
-                    offset = _readable(tile.lexmin_pw_multi_aff().to_str(), maps.labels[stmt.name][:n])
+                    if box is None:  # a gather at computed indices: one element per lane of the tiles
+                        box = [p.layout.tile_extent[leaf] for leaf in tiles]
+                        offset = "computed index (gathered tile)"
+                    else:
+                        offset = _readable(tile.lexmin_pw_multi_aff().to_str(), maps.labels[stmt.name][:n])
                     size = 1
                     for b in box:
                         size *= b

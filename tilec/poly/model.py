@@ -70,8 +70,9 @@ class PolyModel:
     def __init__(self, sched):
         self.sched = sched
         self.ctx = isl.Context()  # one context per model: isl contexts are not shared (isl.md pitfall 6)
-        sizes = dict.fromkeys(n.name for t in sched.tensors.values() for e in t.shape for n in walk(e)
-                              if isinstance(n, SizeVar))
+        extents = [e for t in sched.tensors.values() for e in t.shape]
+        extents += [a.extent for t in sched.tensors.values() for a in t.reduce_axis]  # a size may be only that
+        sizes = dict.fromkeys(n.name for e in extents for n in walk(e) if isinstance(n, SizeVar))
         self.params = list(sizes)
         self.pre = f"[{', '.join(self.params)}] -> "
         self.stmts: dict[str, Statement] = {}

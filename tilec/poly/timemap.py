@@ -86,11 +86,13 @@ class TimeMaps:
                 parent = vals[rel.parent]
                 if len(parent) != 1:
                     parent = self._flatten(p, rel.parent, parent)
-                    if parent is None:  # not affine: the loops of this split are left free (see approx)
-                        f = rel.factor if isinstance(rel.factor, int) else self.config[rel.factor.knob_name]
-                        vals[rel.outer] = [Entry(None, None, rel.outer.name)]
-                        vals[rel.inner] = [Entry(None, str(f), rel.inner.name)]
-                        continue
+                if parent is None or parent[0].value is None:
+                    # not affine (or made from such a split): the loops of this split are left free
+                    self.approx.add(p.name)
+                    f = rel.factor if isinstance(rel.factor, int) else self.config[rel.factor.knob_name]
+                    vals[rel.outer] = [Entry(None, None, rel.outer.name)]
+                    vals[rel.inner] = [Entry(None, str(f), rel.inner.name)]
+                    continue
                 v, ext = parent[0].value, parent[0].ext
                 f = rel.factor if isinstance(rel.factor, int) else self.config[rel.factor.knob_name]
                 vals[rel.outer] = [Entry(f"floor(({v})/{f})", f"floor(({ext} + {f - 1})/{f})", rel.outer.name)]
@@ -103,7 +105,7 @@ class TimeMaps:
         """A fused axis as one affine value sum(c_k * prod(ext_l, l > k)) when the inner extents are
         constants; otherwise None and the stage is marked approximate."""
         exts = [e.ext for e in parts]
-        if not all(x is not None and x.isdigit() for x in exts[1:]):
+        if not all(x is not None and x.isdigit() for x in exts[1:]) or any(e.value is None for e in parts):
             self.approx.add(p.name)
             return None
         value, total = parts[0].value, parts[0].ext

@@ -88,6 +88,7 @@ class Kernel:
                 if isinstance(e, SizeVar):
                     self._sizes.setdefault(e.name, (t, d))
         need = {n.name for t in sched.tensors.values() for e in t.shape for n in _size_vars(e)}
+        need |= {n.name for t in sched.tensors.values() for a in t.reduce_axis for n in _size_vars(a.extent)}
         unbound = sorted(need - set(self._sizes))
         if unbound:
             raise ArgumentError(f"build: size {', '.join(unbound)} appears in no input's shape as a plain "
