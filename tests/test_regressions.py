@@ -188,3 +188,17 @@ def test_resources_of_a_cache_of_a_computed_index():
     x = torch.randn(5, 7)
     jj = torch.arange(7)
     _close(kernel(x), x[:, (jj * jj) % 7] * 2)
+
+
+def test_scalar_comparison_combined_with_a_tile_of_bools():
+    """`(X[0] > 0.75) | (U[i] > 0)`: the interpreter typed the 0-d comparison as float32 and numpy's
+    bitwise_or then failed (an internal error on the CPU; triton_compat fixes the comparison types)."""
+    (N,) = tc.size_vars("N")
+    X = tc.placeholder((1,), "float32", name="X")
+    U = tc.placeholder((N,), "float16", name="U")
+    C = tc.compute((N,), lambda i: (X[0] > 0.75) | (U[i] > 0.0), name="C")
+    D = tc.compute((N,), lambda i: tc.where(U[i] < 0.0, X[0] <= 0.0, U[i] > 1.0), name="D")
+    kernel = tc.build(tc.create_schedule([C, D]), [X, U, C, D])
+    x, u = torch.randn(1), torch.randn(11).half()
+    c, d = kernel(x, u)
+    assert torch.equal(c, (x > 0.75) | (u > 0)) and torch.equal(d, torch.where(u < 0, x <= 0, u > 1))

@@ -37,4 +37,29 @@ def triton():
         os.environ["TRITON_INTERPRET"] = "1"
     import triton as _triton
 
+    if target() == "interpreter":
+        _fix_interpreter_comparisons()
     return _triton
+
+
+def _fix_interpreter_comparisons() -> None:
+    """Triton 3.6's interpreter types a comparison's result like its operands (float32 for floats)
+    instead of int1. On 0-d values it then converts the bools to float32, and `(x > 0.5) | mask`
+    with a scalar x fails in numpy (found by the schedule fuzzer). Comparisons here return int1."""
+    import numpy as np
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    ops = {"LT": np.less, "LE": np.less_equal, "GT": np.greater, "GE": np.greater_equal,
+           "EQ": np.equal, "NE": np.not_equal}
+    builder = interpreter.InterpreterBuilder
+    if getattr(builder, "_tilec_comparisons_fixed", False):
+        return
+
+    def compare(op):
+        return lambda self, lhs, rhs: interpreter.TensorHandle(np.asarray(op(lhs.data, rhs.data)), tl.int1)
+
+    for name in dir(builder):
+        if name.startswith(("create_icmp", "create_fcmp")) and name[-2:] in ops:
+            setattr(builder, name, compare(ops[name[-2:]]))
+    builder._tilec_comparisons_fixed = True
