@@ -202,3 +202,24 @@ def test_scalar_comparison_combined_with_a_tile_of_bools():
     x, u = torch.randn(1), torch.randn(11).half()
     c, d = kernel(x, u)
     assert torch.equal(c, (x > 0.75) | (u > 0)) and torch.equal(d, torch.where(u < 0, x <= 0, u > 1))
+
+
+def test_gemm_of_an_inlined_operand_that_does_not_vary_along_k():
+    """P[i, k] = A[i, 0], inlined into sum(P[i, k] * W[k, j]): the operand's dims were read off P's
+    indices (i, k) instead of its expression (i only), so tl.dot got a 1-D operand (seed 5387)."""
+    M, N, K = tc.size_vars("M N K")
+    A = tc.placeholder((M, K), "float16", name="A")
+    W = tc.placeholder((K, N), "float16", name="W")
+    P = tc.compute((M, K), lambda i, j: A[i, 0], name="P")
+    k = tc.reduce_axis(K, name="k")
+    C = tc.compute((M, N), lambda i, j: tc.sum(P[i, k] * W[k, j], axis=k, acc_dtype="float32"), name="C",
+                   dtype="float32")
+    s = tc.create_schedule(C)
+    s[P].compute_inline()
+    i, j = C.axis
+    io, jo, ii, ji = s[C].tile(i, j, 16, 16)
+    ko, ki = s[C].split(C.reduce_axis[0], 16)
+    s[C].reorder(io, jo, ko, ii, ji, ki)
+    a, w = torch.randn(20, 33).half(), torch.randn(33, 18).half()
+    want = (a[:, :1].float().expand(20, 33)) @ w.float()
+    torch.testing.assert_close(tc.build(s, [A, W, C])(a, w), want, rtol=1e-3, atol=1e-3)

@@ -318,13 +318,22 @@ class KernelBuilder:
         """The tile dims an expression varies over (without emitting it)."""
         env = self.env[st.name]
         out: set[str] = set()
-        for node in walk(e):
+        todo = [e]
+        while todo:
+            node = todo.pop()
             if isinstance(node, IterVar) and node in env:
                 out |= set(env[node].dims)
-            elif isinstance(node, Load) and self.inline_body(node) is None:
+                continue
+            if isinstance(node, Load):
+                body = self.inline_body(node)
+                if body is not None:  # an inlined stage varies as its expression does, not as its indices
+                    todo.append(body)
+                    continue
                 found = self.in_scope(node.tensor.name)
                 if found is not None:
                     out |= set(found[0].dims)
+                    continue
+            todo.extend(node.children())
         return out
 
     def inline_body(self, ld: Load):
