@@ -223,3 +223,16 @@ def test_gemm_of_an_inlined_operand_that_does_not_vary_along_k():
     a, w = torch.randn(20, 33).half(), torch.randn(33, 18).half()
     want = (a[:, :1].float().expand(20, 33)) @ w.float()
     torch.testing.assert_close(tc.build(s, [A, W, C])(a, w), want, rtol=1e-3, atol=1e-3)
+
+
+def test_inlined_stage_listed_as_an_output_is_refused():
+    """An inlined stage named in build's args was never stored: the output came back unwritten
+    (fuzzer seed 10558)."""
+    (N,) = tc.size_vars("N")
+    X = tc.placeholder((N,), "float32", name="X")
+    Q = tc.compute((N,), lambda i: X[i] + 1.0, name="Q")
+    Y = tc.compute((N,), lambda i: Q[i] * 2.0, name="Y")
+    s = tc.create_schedule(Y)
+    s[Q].compute_inline()
+    with pytest.raises(tc.LoweringError, match="Q is listed as an output of the kernel, but it is inlined"):
+        tc.build(s, [X, Y, Q])

@@ -415,6 +415,7 @@ class KernelBuilder:
                 ext = self.scalar(t.shape[d])
                 masks.append(Val(f"({_paren(v.code)} >= 0) & ({_paren(v.code)} < {ext})", v.dims, "bool"))
         addr = self.address(ptr, t, idx_vals)
+        self._check_tile_numel(st, addr.dims)
         code = f"tl.load({addr.code}"
         if masks:
             mask = self.combine(" & ".join(["{}"] * len(masks)), masks, "bool", order=addr.dims)
@@ -491,8 +492,6 @@ class KernelBuilder:
                 leaf_val[rel.inner] = Val(f"{_paren(fv.code)} % {_paren(ext)}", fv.dims, "int32")
                 level_of[rel.outer] = level_of[rel.inner] = level_of[rel.fused]
                 guards[rel.outer] = guards[rel.inner] = list(guards[rel.fused])
-        self._check_tile_numel(x, {d for a in list(x.tensor.axis) + list(x.tensor.reduce_axis)
-                                   for d in (env[a].dims if a in env else leaf_val[a].dims)})
         defs: dict[int, list] = defaultdict(list)
         for axis in list(x.tensor.axis) + list(x.tensor.reduce_axis):
             if axis not in env:
@@ -522,8 +521,9 @@ class KernelBuilder:
         self._attached(placed, -1, "consumer", out)
         self.stmts = saved
 
-    def _check_tile_numel(self, x: Stage, dims: set[str]) -> None:
-        """Triton's tensors hold at most 2**20 elements; the tile a stage computes on spans all its dims."""
+    def _check_tile_numel(self, x: Stage, dims) -> None:
+        """Triton's tensors hold at most 2**20 elements: check each tile the kernel materializes (a load,
+        an accumulator, a reduction's operand, a stage's value; tl.dot's (m, n, k) product never is)."""
         numel = 1
         for d in dims:
             ext = self.dim_extent[d]
@@ -623,6 +623,7 @@ class KernelBuilder:
     def acc_init(self, x: Stage, out: list):
         red: Reduce = x.tensor.body
         dims = self.spatial_dims(x)
+        self._check_tile_numel(x, dims)
         name = self.fresh(f"acc_{x.name}")
         is_f = dtypes.is_float(red.dtype)
         init = (_IDENTITY if is_f else _IDENTITY_INT)[red.op]
@@ -645,6 +646,7 @@ class KernelBuilder:
             if dtypes.is_float(acc_dtype) and v.dtype != acc_dtype:
                 v = Val(f"tl.cast({v.code}, {dtypes.triton_name(acc_dtype)})", v.dims, acc_dtype)
             full = self._order(set(sdims) | set(rdims))
+            self._check_tile_numel(x, full)
             body = self.expand(v, full, full=True)
             masks = [Val(env[a].mask, env[a].dims, "bool") for a in red.axes if env[a].mask]
             if masks:
@@ -727,6 +729,7 @@ class KernelBuilder:
     def finish(self, x: Stage, v: Val, out: list) -> None:
         """Round the stage's value to its dtype, store it if memory needs it, keep it for fusion."""
         t = x.tensor
+        self._check_tile_numel(x, v.dims)
         tn = dtypes.triton_name(t.dtype)
         name = self.fresh(f"{t.name}_val")
         code = v.code if v.dtype == t.dtype else f"{_paren(v.code)}.to({tn})"

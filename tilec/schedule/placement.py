@@ -185,6 +185,11 @@ class Plan:
         self.config = resolve_config(sched.knobs, config)
         self.kernel_of = {n: self._root(st).name for n, st in sched.stages.items() if st.attach != "inline"}
         out_names = [t.name for t in (outputs if outputs is not None else sched.outputs)]
+        for name in out_names:
+            if name in sched.stages and sched.stages[name].attach == "inline":
+                raise LoweringError(f"{name} is listed as an output of the kernel, but it is inlined "
+                                    f"(compute_inline), so it is never stored; compute_root({name}) or leave it "
+                                    f"out of the outputs")
         self.stored = set(out_names)
         for p, c in sched.graph.edges:
             if p in self.kernel_of and any(k != self.kernel_of[p] for k in self._reader_kernels(c)):
