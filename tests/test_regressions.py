@@ -236,3 +236,18 @@ def test_inlined_stage_listed_as_an_output_is_refused():
     s[Q].compute_inline()
     with pytest.raises(tc.LoweringError, match="Q is listed as an output of the kernel, but it is inlined"):
         tc.build(s, [X, Y, Q])
+
+
+def test_cache_read_of_an_inlined_stage_is_refused():
+    """cache_read of an inlined stage loaded it from a buffer that does not exist: KeyError at the
+    launch (tester's report; fuzzer seed 20295)."""
+    M, N = tc.size_vars("M N")
+    X = tc.placeholder((M, N), "float32", name="X")
+    P = tc.compute((M, N), lambda i, j: X[i, j] * 2.0, name="P")
+    Y = tc.compute((M, N), lambda i, j: P[i, j] + 1.0, name="Y")
+    s = tc.create_schedule(Y)
+    s[P].compute_inline()
+    jo, ji = s[Y].split(Y.axis[1], 4)
+    s.cache_read(P, "shared", readers=[s[Y]]).compute_at(s[Y], jo)
+    with pytest.raises(tc.LoweringError, match="P_shared caches P, which is inlined"):
+        tc.build(s, [X, Y])

@@ -185,6 +185,11 @@ class Plan:
         self.config = resolve_config(sched.knobs, config)
         self.kernel_of = {n: self._root(st).name for n, st in sched.stages.items() if st.attach != "inline"}
         out_names = [t.name for t in (outputs if outputs is not None else sched.outputs)]
+        for c in sched.caches:
+            if c.kind == "cache_read" and c.tensor.name in sched.stages and sched.stages[c.tensor.name].attach == "inline":
+                raise LoweringError(f"{c.name} caches {c.tensor.name}, which is inlined (compute_inline): it has no "
+                                    f"buffer to load tiles from, its expression is computed where it is read; drop "
+                                    f"the cache_read or compute_root({c.tensor.name})")
         for name in out_names:
             if name in sched.stages and sched.stages[name].attach == "inline":
                 raise LoweringError(f"{name} is listed as an output of the kernel, but it is inlined "
