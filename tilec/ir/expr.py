@@ -76,14 +76,33 @@ class Expr:
 
 
 def as_expr(value: object) -> Expr:
-    """Wrap a Python number as a weak constant; pass expressions through."""
+    """Wrap a Python number as a weak constant; pass expressions through.
+
+    Numbers of other types (numpy scalars, IntEnum members) become plain ints and floats first, so only the
+    repr of an int or a float is ever written into generated code. An int outside int32 is an int64 value
+    (a cast, and not weak): `X[i] + 3_000_000_000` computes in int64 for an int32 X (where torch would wrap
+    around) and in X's type for a float X; an int outside int64 and a NaN are refused.
+    """
+    import math
+    import numbers
+
     if isinstance(value, Expr):
         return value
     if isinstance(value, bool):
         return Const(value, "bool")
-    if isinstance(value, int):
-        return Const(value, "int32")
-    if isinstance(value, float):
+    if isinstance(value, numbers.Integral):
+        value = int(value)
+        if -2**31 <= value < 2**31:
+            return Const(value, "int32")
+        if -2**63 <= value < 2**63:
+            return Cast(Const(value, "int64"), "int64")  # the cast holds it in an int64 in the kernel too
+        raise ArgumentError(f"the int constant {value} does not fit in int64, the widest integer tilec "
+                            f"computes with; use a float (e.g. {value}.0) or an int in [-2**63, 2**63)")
+    if isinstance(value, numbers.Real):
+        value = float(value)
+        if math.isnan(value):
+            raise ArgumentError("a NaN constant cannot be written in the generated code yet; use a finite "
+                                "value or an infinity (float('inf')) instead")
         return Const(value, "float32")
     raise ArgumentError(f"expected a tilec expression or a number, got {type(value).__name__} {value!r}")
 
@@ -297,14 +316,91 @@ _FACT_OPS = ("<", "<=", ">", ">=", "==", "!=")
 
 def assume(fact) -> None:
     """State a fact about sizes that isl may use: `tc.assume(M % 64 == 0)`, `tc.assume(K >= 128)`,
-    `tc.assume(N.eq(4096))`. Kernels then check it on every call (ArgumentError if it fails)."""
+    `tc.assume(N.eq(4096))`. Kernels then check it on every call (ArgumentError if it fails).
+
+    A fact compares affine expressions of sizes and ints (+, -, * by an int, // and % by a positive int),
+    the facts isl reads. One that no sizes (each at least 1) satisfy, alone or with the facts already
+    stated on its sizes, is refused: every call would fail.
+    """
+    import islpy as isl
+
     if not (isinstance(fact, Binary) and fact.op in _FACT_OPS):
         raise ArgumentError(f"tc.assume: expected a comparison of sizes, such as M % 64 == 0 or K >= 128, "
                             f"got {fact!r}")
+    def plain_int(n):  # an int past int32 is a cast of a constant (as_expr); here it is just an int
+        if isinstance(n, Cast) and isinstance(n.a, Const) and type(n.a.value) is int:
+            return Const(n.a.value, "int64")
+        return None
+
+    if any(isinstance(n, Cast) for n in walk(fact)):
+        fact = substitute(fact, plain_int)
     sizes = [n for n in walk(fact) if isinstance(n, SizeVar)]
     bad = [n for n in walk(fact) if not isinstance(n, (SizeVar, Const, Binary))]
     if bad or not sizes:
         raise ArgumentError(f"tc.assume: a fact may only use sizes and ints, got {fact!r}")
+    for n in walk(fact):
+        if isinstance(n, Const) and type(n.value) is not int:
+            raise ArgumentError(f"tc.assume({fact!r}): {n!r} is not an int; a fact compares integer "
+                                f"expressions of sizes and ints, e.g. M >= 128")
+
+    def has_size(e):
+        return any(isinstance(x, SizeVar) for x in walk(e))
+
+    for n in walk(fact):
+        if not isinstance(n, Binary) or n is fact:
+            continue
+        if n.op not in ("+", "-", "*", "//", "%"):
+            raise ArgumentError(f"tc.assume({fact!r}): {n!r} uses {n.op}, but a fact may only use +, -, * "
+                                f"by an int, and // and % by a positive int; isl reads no other facts"
+                                + ("; use // for division" if n.op == "/" else ""))
+        if n.op in ("//", "%") and not (isinstance(n.b, Const) and n.b.value > 0):
+            raise ArgumentError(f"tc.assume({fact!r}): the divisor in {n!r} must be a positive int "
+                                f"(got {n.b!r}), e.g. M % 64 == 0")
+        if n.op == "*" and has_size(n.a) and has_size(n.b):
+            raise ArgumentError(f"tc.assume({fact!r}): {n!r} multiplies two sizes; isl can only use facts "
+                                f"that are affine in the sizes (multiply them by ints only)")
+
+    def text(e) -> str:  # isl text of a checked fact
+        if not has_size(e):
+            v = evaluate(e, {})
+            return f"({v})" if v < 0 else str(v)
+        if isinstance(e, SizeVar):
+            return e.name
+        a, b = text(e.a), text(e.b)
+        if e.op == "//":
+            return f"floor(({a})/{b})"
+        if e.op == "%":
+            return f"(({a}) mod {b})"
+        return f"({a} {'=' if e.op == '==' else e.op} {b})"
+
+    related: list = []  # facts already stated on these sizes, and on the sizes those mention
+    todo, seen = list(dict.fromkeys(sizes)), set()
+    while todo:
+        sv = todo.pop(0)
+        if id(sv) in seen:
+            continue
+        seen.add(id(sv))
+        for f in sv.facts:
+            if all(f is not g for g in related):
+                related.append(f)
+                todo += [n for n in walk(f) if isinstance(n, SizeVar)]
+
+    def satisfiable(facts) -> bool:
+        names = sorted({n.name for f in facts for n in walk(f) if isinstance(n, SizeVar)})
+        try:
+            cond = " and ".join([f"{p} >= 1" for p in names] + [text(f) for f in facts])
+            space = isl.Set.read_from_str(isl.DEFAULT_CONTEXT, f"[{', '.join(names)}] -> {{ : {cond} }}")
+            return not space.is_empty()
+        except (isl.Error, ArgumentError, AttributeError, KeyError):  # a fact set by hand, not through assume
+            return True
+
+    if not satisfiable([fact]):
+        raise ArgumentError(f"tc.assume({fact!r}): no sizes satisfy it (sizes are at least 1), so every call "
+                            f"would fail; fix or drop it")
+    if related and not satisfiable([fact, *related]):
+        before = ", ".join(f"tc.assume({f!r})" for f in related)
+        raise ArgumentError(f"tc.assume({fact!r}): no sizes satisfy it together with {before} (sizes are at "
+                            f"least 1), so every call would fail; fix or drop it")
     for sv in dict.fromkeys(sizes):
         sv.facts.append(fact)
 

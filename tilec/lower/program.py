@@ -53,18 +53,26 @@ class Program:
 
 
 def _check_specialize(sched: Schedule, specialize) -> dict[str, int]:
-    """`specialize` must name sizes of the schedule with positive ints that satisfy the facts."""
+    """`specialize` must map sizes of the schedule to positive ints that satisfy the facts; the values come
+    back as plain ints (they are written into the source)."""
+    import numbers
+    from collections.abc import Mapping
+
     from tilec.errors import ArgumentError
     from tilec.ir.expr import SizeVar, evaluate, walk
 
+    if specialize is not None and not isinstance(specialize, Mapping):
+        raise ArgumentError(f"specialize: expected a dict of size name -> int, e.g. {{'N': 4096}}, got "
+                            f"{type(specialize).__name__} {specialize!r}")
     spec = dict(specialize or {})
     sizes = {n.name: n for t in sched.tensors.values() for e in t.shape for n in walk(e) if isinstance(n, SizeVar)}
     for name, value in spec.items():
         if name not in sizes:
             raise ArgumentError(f"specialize: {name!r} is not a size of this schedule (its sizes: "
                                 f"{', '.join(sizes) or 'none'})")
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
             raise ArgumentError(f"specialize: {name} must be a positive int, got {value!r}")
+        spec[name] = int(value)
     for sv in sizes.values():
         for fact in sv.facts:
             used = {n.name for n in walk(fact) if isinstance(n, SizeVar)}

@@ -74,13 +74,14 @@ class Kernel:
                 raise ArgumentError(f"build: {t.name} is an output of the schedule; list it in args")
         self.sched = sched
         self._config_arg = config
-        self.specialize = dict(specialize or {})
+        self.specialize = specialize  # checked (and made a dict of plain ints) by the first Program
         self.target = triton_compat.target()
         self._programs: dict[bool, Program] = {}
         self._calls: dict[tuple, tuple] = {}  # tensor shapes/strides/dtypes -> prepared launches
         self._in_names = [t.name for t in self.inputs]
         self._out_names = [t.name for t in self.outputs]
         self.program = self._program(False)
+        self.specialize = dict(self.program.specialize)
         self.config = dict(self.program.config)
         self._sizes = {}
         for t in self.inputs:
@@ -120,6 +121,9 @@ class Kernel:
         for t, x in zip(self.inputs, tensors):
             if not isinstance(x, torch.Tensor):
                 raise ArgumentError(f"{t.name}: expected a torch.Tensor, got {type(x).__name__}")
+            if x.layout != torch.strided:
+                raise ArgumentError(f"{t.name}: expected a dense (strided) tensor, got layout {x.layout}; convert it "
+                                    f"with .to_dense()")
             if x.dim() != t.ndim:
                 raise ArgumentError(f"{t.name}: expected {t.ndim} dimensions {list(t.shape)}, got shape {tuple(x.shape)}")
             if str(x.dtype).removeprefix("torch.") != t.dtype:
@@ -159,15 +163,29 @@ class Kernel:
         if len(tensors) != n_in:
             raise ArgumentError(f"expected {n_in} input tensors ({', '.join(t.name for t in self.inputs)}), "
                                 f"got {len(tensors)}")
-        outs_given = None if out is None else ([out] if isinstance(out, torch.Tensor) else list(out))
-        key = tuple((x.shape, x.stride(), x.dtype, x.device) if isinstance(x, torch.Tensor) else id(x)
-                    for x in (*tensors, *(outs_given or ())))
+        if out is None or isinstance(out, (list, tuple)):
+            outs_given = None if out is None else list(out)
+        elif isinstance(out, torch.Tensor):
+            outs_given = [out]
+        else:
+            raise ArgumentError(f"out: expected a torch.Tensor or a list of them "
+                                f"({', '.join(self._out_names)}), got {type(out).__name__}")
+        try:
+            key = tuple((x.shape, x.stride(), x.dtype, x.device) if isinstance(x, torch.Tensor) else id(x)
+                        for x in (*tensors, *(outs_given or ())))
+        except (RuntimeError, NotImplementedError):  # a tensor without strides (sparse): _prepare refuses it
+            key = None
         call = self._calls.get(key)
         if call is None:  # first call with these shapes: check everything, then remember the launches
             call = self._prepare(tensors, outs_given)
-            if len(self._calls) < 256:
+            if len(self._calls) < 256 and key is not None:
                 self._calls[key] = call
-        device, out_shapes, buffer_shapes, launches = call
+        device, out_shapes, buffer_shapes, launches, extents = call
+        # what the key does not hold is checked on every call: autograd, and where out= points
+        if torch.is_grad_enabled():
+            self._check_no_grad(tensors, outs_given)
+        if outs_given is not None:
+            self._check_no_overlap(tensors, outs_given, extents)
         if outs_given is None:
             outs = [torch.empty(shape, dtype=dt, device=device) for shape, dt in out_shapes]
         else:
@@ -179,9 +197,69 @@ class Kernel:
             fn[grid](**static, **{p: buffers[p] for p in tensor_params})
         return outs[0] if n_out == 1 else tuple(outs)
 
+    def _check_no_grad(self, tensors, outs) -> None:
+        for t, x in zip(self.inputs, tensors):
+            if x.requires_grad:
+                raise ArgumentError(f"{t.name} requires grad, but tilec kernels do not record autograd; pass "
+                                    f"{t.name}.detach() (or call under torch.no_grad())")
+        for t, x in zip(self.outputs, outs or ()):
+            if x.requires_grad:
+                raise ArgumentError(f"out {t.name} requires grad; an out= tensor cannot be differentiated "
+                                    f"through (as in torch); pass one without requires_grad")
+
+    def _check_no_overlap(self, tensors, outs, extents) -> None:
+        """Refuse an out= that shares memory with an input or another out (conservatively: overlapping byte
+        ranges), as torch does: the kernel would read what it has already overwritten. `extents`: the bytes
+        each input, then each output, spans from its first element (0 if it has none)."""
+        starts = [x.data_ptr() for x in tensors]
+        spans = [(t.name, (p, p + n)) for t, p, n in zip(self.inputs, starts, extents) if n]
+        written = []
+        for t, o, n in zip(self.outputs, outs, extents[len(tensors):]):
+            if not n:
+                continue
+            p = o.data_ptr()
+            so = (p, p + n)
+            for name, sx in spans:
+                if so[0] < sx[1] and sx[0] < so[1]:
+                    raise ArgumentError(
+                        f"out {t.name} overlaps input {name} in memory: some elements of the input and the "
+                        f"written-to tensor refer to a single memory location, so the kernel would read values "
+                        f"it has already overwritten; pass an out that shares no memory with the inputs (e.g. "
+                        f"torch.empty_like(...)) or leave out= unset")
+            for name, sw in written:
+                if so[0] < sw[1] and sw[0] < so[1]:
+                    raise ArgumentError(f"out {name} and out {t.name} overlap in memory: some elements of both "
+                                        f"refer to a single memory location; pass outputs that share no memory")
+            written.append((t.name, so))
+
+    def _check_extents(self, env) -> None:
+        """Dimensions may be 0 (empty results, as in torch) but not negative; a max/min over nothing has no
+        value (torch raises), unless there is nothing to write either."""
+        def sizes_text(*exprs):
+            names = sorted({n.name for e in exprs for n in _size_vars(e)})
+            return names, ", ".join(f"{n}={env[n]}" for n in names)
+
+        for t in self.sched.tensors.values():
+            shape = [evaluate(e, env) for e in t.shape]
+            if any(d < 0 for d in shape):
+                names, got = sizes_text(*t.shape)
+                raise ArgumentError(f"{t.name}: its shape {_shape_text(t)} is {tuple(shape)} for {got}; call "
+                                    f"with sizes that make every dimension at least 0")
+            for a in t.reduce_axis:
+                extent = evaluate(a.extent, env)
+                names, got = sizes_text(a.extent)
+                if extent < 0:
+                    raise ArgumentError(f"{t.name}: reduce axis {a.name} has extent {extent} for {got}; call with "
+                                        f"sizes that make it at least 0")
+                if extent == 0 and t.body.op in ("max", "min") and 0 not in shape:
+                    op, fix = t.body.op, " and ".join(f"{s} >= 1" for s in names) or "a non-empty axis"
+                    raise ArgumentError(f"{t.name}: tc.{op} over {a.name} has no elements to reduce with {got}, "
+                                        f"and the {op} of nothing is undefined (torch raises too); call with {fix}")
+
     def _prepare(self, tensors, outs_given):
         """Check the tensors, bind the sizes, pick the index width, and precompute every launch."""
         env = self._bind(tensors)
+        self._check_extents(env)
         device = tensors[0].device if tensors else torch.device("cuda" if self.target == "cuda" else "cpu")
         outs = self._outputs(outs_given, env, device)
         buffers = {t.name: x for t, x in zip(self.inputs, tensors)} | {t.name: x for t, x in zip(self.outputs, outs)}
@@ -223,7 +301,8 @@ class Kernel:
                 static["enable_fp_fusion"] = False
             launches.append((getattr(mod, k.name), grid, static, tensor_params))
         out_shapes = [(list(x.shape), x.dtype) for x in outs]
-        return device, out_shapes, buffer_shapes, launches
+        extents = tuple(_extent(x) for x in (*tensors, *outs))
+        return device, out_shapes, buffer_shapes, launches, extents
 
     def _outputs(self, out, env, device):
         shapes = [[evaluate(e, env) for e in t.shape] for t in self.outputs]
@@ -235,6 +314,9 @@ class Kernel:
         for t, s, x in zip(self.outputs, shapes, out):
             if not isinstance(x, torch.Tensor):
                 raise ArgumentError(f"out {t.name}: expected a torch.Tensor, got {type(x).__name__}")
+            if x.layout != torch.strided:
+                raise ArgumentError(f"out {t.name}: expected a dense (strided) tensor, got layout {x.layout}; "
+                                    f"pass one made with torch.empty(...)")
             if list(x.shape) != s or str(x.dtype).removeprefix("torch.") != t.dtype:
                 raise ArgumentError(f"out {t.name}: expected shape {tuple(s)} and dtype {t.dtype}, got "
                                     f"{tuple(x.shape)} {str(x.dtype).removeprefix('torch.')}")
@@ -258,6 +340,11 @@ def _dense(x: torch.Tensor) -> bool:
 
 def _max_offset(x: torch.Tensor) -> int:
     return sum((s - 1) * st for s, st in zip(x.shape, x.stride()) if s > 0)
+
+
+def _extent(x: torch.Tensor) -> int:
+    """How many bytes x's elements span from its first one (data_ptr); 0 when it has none."""
+    return 0 if x.numel() == 0 else (_max_offset(x) + 1) * x.element_size()
 
 
 def _shape_text(t: Tensor) -> str:

@@ -1,0 +1,972 @@
+"""Hostile and odd input: each gets a `tilec.TilecError` (usually `ArgumentError`) that names what was
+wrong and what would be right, nothing else is harmed, and no user string reaches generated code unchecked.
+
+Sections: names (Triton's launch keywords, isl's keywords, the names generated code uses, names that try
+to escape into the source), facts (`tc.assume`), knobs and configs, constants, tensors at call time
+(aliasing `out=`, strided and odd inputs, zero-size dims, autograd), and the int64 index path.
+"""
+
+import ast
+import dataclasses
+import enum
+import inspect
+import keyword
+import re
+import unicodedata
+
+import pytest
+import torch
+
+import tilec as tc
+from tilec.ir import names as tc_names
+from tilec.runtime import kernel as kernel_mod
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+NAMERS = {
+    "placeholder": lambda n: tc.placeholder((4,), "float32", name=n),
+    "compute": lambda n: tc.compute((4,), lambda i: i * 2, name=n),
+    "reduce_axis": lambda n: tc.reduce_axis(4, name=n),
+    "size_vars": lambda n: tc.size_vars([n]),
+    "knob": lambda n: tc.knob(n, [16, 32]),
+}
+WHAT = {"placeholder": "placeholder name", "compute": "compute name", "reduce_axis": "axis name",
+        "size_vars": "size_vars", "knob": "knob name"}
+
+
+def function_of(params, body):
+    """A function whose parameters have the given names (they become axis names), returning body(*axes)."""
+    ns = {"body": body}
+    exec(f"def f({', '.join(params)}):\n    return body({', '.join(params)})\n", ns)
+    return ns["f"]
+
+
+def elementwise_kernel(dtype="float32"):
+    """Z = X * 2 + 1 on a symbolic (M, N) input."""
+    M, N = tc.size_vars("M N")
+    X = tc.placeholder((M, N), dtype, name="X")
+    Z = tc.compute((M, N), lambda i, j: X[i, j] * 2 + 1, name="Z")
+    return tc.build(tc.create_schedule(Z), [X, Z])
+
+
+def transpose_kernel():
+    """T = X transposed, tiled 4x4 so that several programs read what others write."""
+    M, N = tc.size_vars("M N")
+    X = tc.placeholder((M, N), "float32", name="X")
+    T = tc.compute((N, M), lambda j, i: X[i, j], name="T")
+    s = tc.create_schedule(T)
+    jo, ji = s[T].split(T.axis[0], 4)
+    io, ii = s[T].split(T.axis[1], 4)
+    s[T].reorder(jo, io, ji, ii)
+    s[T].bind(jo, "program_id.0")
+    s[T].bind(io, "program_id.1")
+    return tc.build(s, [X, T])
+
+
+def reduction_kernel(op="sum"):
+    """R[i] = op over k of X[i, k]."""
+    M, N = tc.size_vars("M N")
+    X = tc.placeholder((M, N), "float32", name="X")
+    k = tc.reduce_axis(N, name="k")
+    R = tc.compute((M,), lambda i: getattr(tc, op)(X[i, k], axis=k), name="R")
+    return tc.build(tc.create_schedule(R), [X, R])
+
+
+def gemm_silu_kernel():
+    """DESIGN.md section 1's fused GEMM + SiLU (float32, 16x16x16 tiles)."""
+    M, N, K = tc.size_vars("M N K")
+    A = tc.placeholder((M, K), "float32", name="A")
+    W = tc.placeholder((K, N), "float32", name="W")
+    k = tc.reduce_axis(K, name="k")
+    C = tc.compute((M, N), lambda i, j: tc.sum(A[i, k] * W[k, j], axis=k, acc_dtype="float32"), name="C")
+    Y = tc.compute((M, N), lambda i, j: tc.silu(C[i, j]), name="Y")
+    s = tc.create_schedule(Y)
+    i, j = C.axis
+    io, ii = s[C].split(i, 16)
+    jo, ji = s[C].split(j, 16)
+    ko, ki = s[C].split(C.reduce_axis[0], 16)
+    s[C].reorder(io, jo, ko, ii, ji, ki)
+    s[C].bind(io, "program_id.0")
+    s[C].bind(jo, "program_id.1")
+    s.cache_read(A, "shared", readers=[C]).compute_at(s[C], ko)
+    s.cache_read(W, "shared", readers=[C]).compute_at(s[C], ko)
+    s.cache_write(C, "local").compute_at(s[C], jo)
+    s[Y].compute_at(s[C], jo)
+    return tc.build(s, [A, W, Y])
+
+
+@pytest.fixture(scope="module")
+def ew():
+    return elementwise_kernel()
+
+
+@pytest.fixture(scope="module")
+def tr():
+    return transpose_kernel()
+
+
+@pytest.fixture(scope="module")
+def rsum():
+    return reduction_kernel("sum")
+
+
+@pytest.fixture(scope="module")
+def gemm():
+    return gemm_silu_kernel()
+
+
+# ---------------------------------------------------------------------------------------------
+# names: Triton's launch keywords
+
+LAUNCH_SAMPLE = ["grid", "warmup", "self", "num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion",
+                 "debug", "stream", "device", "device_type", "instrumentation_mode", "backend", "options",
+                 "specialize_impl", "launch_pdl", "waves_per_eu"]
+
+
+@pytest.mark.parametrize("api", list(NAMERS))
+@pytest.mark.parametrize("bad", LAUNCH_SAMPLE)
+def test_name_of_a_triton_launch_keyword(api, bad):
+    # a tensor named `grid` used to crash the launch (fn[grid](grid=...) has two values for `grid`), and a
+    # size named `num_warps` silently replaced the kernel's warp count on the GPU
+    with pytest.raises(tc.ArgumentError, match=rf"{WHAT[api]}: '{bad}' is reserved: Triton's kernel launch takes it "
+                                               rf"as a keyword.*pick another name, e.g. '{bad}_'"):
+        NAMERS[api](bad)
+
+
+def test_launch_keywords_cover_the_installed_triton():
+    # every keyword JITFunction.run and the launch options take, so a Triton upgrade cannot add one unnoticed
+    from triton.backends.nvidia.compiler import CUDAOptions
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    want = {f.name for f in dataclasses.fields(CUDAOptions)}
+    for run in (JITFunction.run, InterpretedFunction.run):
+        want |= {p.name for p in inspect.signature(run).parameters.values()
+                 if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+    try:
+        from triton.backends.amd.compiler import HIPOptions
+        want |= {f.name for f in dataclasses.fields(HIPOptions)}
+    except ImportError:  # pragma: no cover - a Triton without the AMD backend
+        pass
+    assert want <= tc_names.LAUNCH_KEYWORDS, sorted(want - tc_names.LAUNCH_KEYWORDS)
+    for name in sorted(tc_names.LAUNCH_KEYWORDS):
+        with pytest.raises(tc.ArgumentError, match="Triton's kernel launch"):
+            tc_names.check_name(name, "placeholder name")
+
+
+@pytest.mark.parametrize("bad", ["libdevice", "interpreter_semantic"])
+def test_name_of_a_module_the_generated_code_uses(bad):
+    # `libdevice.tanh(x)` (CUDA) and the interpreter's `interpreter_semantic` would resolve to the tensor
+    with pytest.raises(tc.ArgumentError, match=rf"placeholder name: '{bad}' is reserved for the generated code"):
+        tc.placeholder((4,), "float32", name=bad)
+
+
+# ---------------------------------------------------------------------------------------------
+# names: isl's keywords (size names are isl parameters)
+
+ISL_SAMPLE = ["floor", "mod", "nan", "NaN", "infty", "Infty", "infinity", "exists", "ceild", "floord", "rat",
+              "implies", "true", "FALSE", "Ceil", "MIN"]
+
+
+@pytest.mark.parametrize("bad", ISL_SAMPLE)
+@pytest.mark.parametrize("api", ["size_vars", "placeholder"])
+def test_name_of_an_isl_keyword(api, bad):
+    # a size named `nan` or `floor` used to fail inside isl ("syntax error in isl_stream.c") at build
+    if bad.lower() in ("min", "max"):
+        match = rf"{WHAT[api]}: '{bad}' is reserved"
+    else:
+        match = rf"{WHAT[api]}: '{bad}' is reserved: isl.*reads it as a keyword.*pick another name, e.g. '{bad}_'"
+    with pytest.raises(tc.ArgumentError, match=match):
+        NAMERS[api](bad)
+
+
+def test_isl_keywords_are_what_isl_refuses():
+    # the list is neither short (each word fails as an isl parameter) nor long (ordinary words parse)
+    import islpy as isl
+
+    def parses(name):
+        try:
+            isl.Set.read_from_str(isl.DEFAULT_CONTEXT, f"[{name}] -> {{ : {name} >= 1 }}")
+            return True
+        except isl.Error:
+            return False
+
+    for word in tc_names.ISL_KEYWORDS:
+        for spelled in (word, word.upper(), word.capitalize()):
+            assert not parses(spelled), spelled
+    for word in ["M", "N", "floor_", "modulo", "inf", "nan_", "e", "xor", "div", "K2"]:
+        assert parses(word), word
+
+
+def test_isl_keyword_size_used_to_break_build():
+    # the control: the same program with an ordinary size name builds and runs
+    for name, ok in [("floor", False), ("floor_", True)]:
+        try:
+            (F,) = tc.size_vars([name])
+        except tc.ArgumentError:
+            assert not ok
+            continue
+        X = tc.placeholder((F,), "float32", name="X")
+        Z = tc.compute((F,), lambda i, X=X: X[i] + 1.0, name="Z")
+        x = torch.randn(5)
+        torch.testing.assert_close(tc.build(tc.create_schedule(Z), [X, Z])(x), x + 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# names the generated code uses for itself: a user name equal to one is correct or refused clearly
+
+GENERATED = ["offs_i", "mask_i", "offs_k", "acc_S", "S_val", "Z_val", "x_tile", "x", "e", "n", "d", "r", "io", "ii",
+             "ko", "ki", "jo", "stride_X_0", "stride_Z_1", "Z_kernel", "S_kernel", "i", "j", "k", "N"]
+
+
+def collision_program(role, name):
+    """S[i] = sum_k X[i, k]; Z[i, j] = tanh(X[i, j]) + S[i] // 3 + X[i, j] % 2 (tiles, loops, temporaries,
+    two kernels), with `name` given to the tensor, the compute, a size, an axis or a knob."""
+    n = dict(placeholder="X", compute="S", size="M", reduce_axis="k", axis="i", knob="BN")
+    n[role] = name
+    M, N = tc.size_vars([n["size"], "N"])
+    X = tc.placeholder((M, N), "float32", name=n["placeholder"])
+    k = tc.reduce_axis(N, name=n["reduce_axis"])
+    S = tc.compute((M,), function_of([n["axis"]], lambda i: tc.sum(X[i, k], axis=k)), name=n["compute"])
+    Z = tc.compute((M, N), lambda a, b: tc.tanh(X[a, b]) + S[a] // 3.0 + X[a, b] % 2.0, name="Z")
+    s = tc.create_schedule(Z)
+    s[Z].split(Z.axis[1], tc.knob(n["knob"], [8]))
+    return tc.build(s, [X, Z])
+
+
+def collision_reference(x):
+    return torch.tanh(x) + x.sum(1, keepdim=True) // 3.0 + x % 2.0
+
+
+@pytest.mark.parametrize("role", ["placeholder", "compute", "size", "reduce_axis", "axis", "knob"])
+@pytest.mark.parametrize("name", GENERATED)
+def test_name_the_generated_code_uses(role, name):
+    if name == "N" and role == "size":
+        pytest.skip("two sizes of one name are one size")
+    try:
+        kern = collision_program(role, name)
+    except tc.LoweringError as e:
+        assert re.search(rf"the name '{name}' is used for two different things in kernel \w+ .*rename one", str(e))
+        return
+    except tc.ArgumentError as e:  # a name the user gave twice (an axis named like the other axis)
+        assert re.search(r"axis names must differ|two different tensors", str(e)), str(e)
+        return
+    x = torch.randn(5, 19)
+    torch.testing.assert_close(kern(x), collision_reference(x), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["a_tile", "w_tile", "acc_C", "C_val", "Y_val", "x", "offs_i", "mask_j", "io",
+                                  "stride_A_0", "C_local", "A_shared", "C_kernel"])
+@pytest.mark.parametrize("role", ["A", "W", "Y"])
+def test_name_the_fused_gemm_uses(role, name):
+    # cache_read tiles, the cache_write accumulator and the SiLU epilogue's temporary, named by the user
+    M, N, K = tc.size_vars("M N K")
+    names = {"A": "A", "W": "W", "Y": "Y", role: name}
+    A = tc.placeholder((M, K), "float32", name=names["A"])
+    W = tc.placeholder((K, N), "float32", name=names["W"])
+    k = tc.reduce_axis(K, name="k")
+    C = tc.compute((M, N), lambda i, j: tc.sum(A[i, k] * W[k, j], axis=k, acc_dtype="float32"), name="C")
+    Y = tc.compute((M, N), lambda i, j: tc.silu(C[i, j]), name=names["Y"])
+    s = tc.create_schedule(Y)
+    io, ii = s[C].split(C.axis[0], 16)
+    jo, ji = s[C].split(C.axis[1], 16)
+    ko, ki = s[C].split(C.reduce_axis[0], 16)
+    s[C].reorder(io, jo, ko, ii, ji, ki)
+    s[C].bind(io, "program_id.0")
+    s[C].bind(jo, "program_id.1")
+    s.cache_read(A, "shared", readers=[C]).compute_at(s[C], ko)
+    s.cache_read(W, "shared", readers=[C]).compute_at(s[C], ko)
+    s.cache_write(C, "local").compute_at(s[C], jo)
+    s[Y].compute_at(s[C], jo)
+    try:
+        kern = tc.build(s, [A, W, Y])
+    except tc.LoweringError as e:
+        assert re.search(rf"the name '{name}' is used for two different things", str(e))
+        return
+    a, w = torch.randn(20, 40), torch.randn(40, 18)
+    torch.testing.assert_close(kern(a, w), torch.nn.functional.silu(a @ w), rtol=1e-4, atol=1e-4)
+
+
+# ---------------------------------------------------------------------------------------------
+# names that try to reach the emitted source
+
+HOSTILE = ["A); import os #", 'A"', "A'", "a\nb", "A\n", "A\\", "A.b", "A[0]", "A b", "", " ", "\tA", "1A", "A\x00",
+           "__import__", "__class__", "__init__", "_", "__", "_A", "名前", "ſ", "ﬁ", "Ａ", "Ⅸ", "A\u200b", "é",
+           "class", "None", "True", "lambda", "import", "match", "case", "type", "print", "len", "exec", "eval",
+           "open", "globals", "float", "int", "range", "abs", "tl", "triton", "libdevice", "torch", "pid", "self",
+           "grid", "num_warps", "floor", "nan", "inf", "x", "e", "offs_i", "A" * 200]
+ROLES = ["placeholder", "compute", "size", "reduce_axis", "axis", "knob"]
+CALLS_OK = {"float"}  # builtins the generated code may call; everything else is tl.*, libdevice.* or .to()
+STRINGS_OK = {"inf", "-inf", "ieee"}  # float("inf"); tl.dot(..., input_precision="ieee")
+IMPORTS_OK = {"import triton", "import triton.language as tl", "from triton.language.extra import libdevice"}
+
+
+def assert_clean_source(source: str):
+    """The emitted module is the tilec template and nothing else: its own imports, one decorated function
+    per kernel, calls only to tl/libdevice/float/.to, no strings but its own, ASCII identifiers."""
+    compile(source, "<tilec>", "exec")
+    tree = ast.parse(source)
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            assert ast.unparse(node) in IMPORTS_OK, ast.unparse(node)
+        else:
+            assert isinstance(node, ast.FunctionDef), ast.unparse(node)
+            assert [ast.unparse(d) for d in node.decorator_list] == ["triton.jit"]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            root = f
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            ok = (isinstance(f, ast.Name) and f.id in CALLS_OK) or (isinstance(f, ast.Attribute) and f.attr == "to") \
+                or (isinstance(root, ast.Name) and root.id in ("tl", "libdevice"))
+            assert ok, ast.unparse(node)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            assert node.value in STRINGS_OK, node.value
+        elif isinstance(node, ast.Name):
+            assert node.id.isascii() and node.id.isidentifier() and not node.id.startswith("_"), node.id
+        elif isinstance(node, ast.arg):
+            assert node.arg.isascii() and node.arg.isidentifier() and not node.arg.startswith("_"), node.arg
+        elif isinstance(node, (ast.Lambda, ast.ClassDef, ast.Global, ast.Nonlocal, ast.With, ast.Try, ast.Delete)):
+            raise AssertionError(ast.unparse(node))
+    for line in source.splitlines():  # comments are single lines of the header or a loop's role
+        assert line.isascii(), line
+
+
+@pytest.mark.parametrize("role", ROLES)
+@pytest.mark.parametrize("name", HOSTILE, ids=[ascii(n)[:24] for n in HOSTILE])
+def test_hostile_name_never_reaches_the_source(role, name):
+    if role == "axis" and (not name.isidentifier() or keyword.iskeyword(name)):
+        pytest.skip("Python itself refuses this as a parameter name")
+    reached = unicodedata.normalize("NFKC", name) if role == "axis" else name  # Python normalizes parameters
+    try:
+        kern = collision_program(role, name)
+    except tc.ArgumentError as e:
+        assert re.search(r"is not a valid identifier|is reserved|expected a name", str(e)), str(e)
+        return
+    except tc.LoweringError as e:
+        assert "is used for two different things" in str(e), str(e)
+        return
+    # accepted: then it is a plain ASCII identifier, the source is the template, and the kernel is right
+    assert reached.isascii() and reached.isidentifier() and not keyword.iskeyword(reached)
+    assert not reached.startswith("_")
+    assert_clean_source(kern.source)
+    assert_clean_source(kern._program(True).source())
+    assert reached in kern.source
+    x = torch.randn(5, 19)
+    torch.testing.assert_close(kern(x), collision_reference(x), rtol=1e-5, atol=1e-5)
+
+
+def test_lambda_parameters_are_normalized_by_python():
+    # `ſ` NFKC-normalizes to `s`: Python names the parameter `s`, so the axis is the plain `s`
+    X = tc.placeholder((4,), "float32", name="X")
+    Z = tc.compute((4,), function_of(["ſ"], lambda a: X[a] * 2.0), name="Z")
+    assert [a.name for a in Z.axis] == ["s"]
+    with pytest.raises(tc.ArgumentError, match=r"axis name: '名前' is not a valid identifier"):
+        tc.compute((4,), function_of(["名前"], lambda a: X[a] * 2.0), name="Z2")
+
+
+def test_soft_keywords_and_builtin_names_work():
+    # `match`, `case`, `type`, `print` are ordinary identifiers in generated code: accepted, and correct
+    M, N = tc.size_vars(["match", "case"])
+    X = tc.placeholder((M, N), "float32", name="type")
+    Z = tc.compute((M, N), function_of(["print", "len"], lambda a, b: X[a, b] * 3.0), name="open")
+    kern = tc.build(tc.create_schedule(Z), [X, Z])
+    assert_clean_source(kern.source)
+    x = torch.randn(3, 7)
+    torch.testing.assert_close(kern(x), x * 3)
+
+
+# ---------------------------------------------------------------------------------------------
+# facts: tc.assume
+
+
+def sizes():
+    return tc.size_vars("M N")
+
+
+@pytest.mark.parametrize("make,divisor", [(lambda M: M % 0 == 0, "0"), (lambda M: M // 0 >= 1, "0"),
+                                          (lambda M: M % -4 == 0, "-4"), (lambda M: (M + 1) // -2 >= 1, "-2")],
+                         ids=["mod0", "floordiv0", "mod-4", "floordiv-2"])
+def test_assume_divisor_not_positive(make, divisor):
+    # M % 0 used to raise ZeroDivisionError on every call
+    M, N = sizes()
+    with pytest.raises(tc.ArgumentError, match=rf"tc.assume\(.*\): the divisor in .* must be a positive int "
+                                               rf"\(got {divisor}\), e\.g\. M % 64 == 0"):
+        tc.assume(make(M))
+    assert M.facts == []
+
+
+def test_assume_divisor_a_size():
+    # isl reads no fact with a symbolic divisor (and it used to drop every other fact's mask proofs)
+    M, N = sizes()
+    with pytest.raises(tc.ArgumentError, match=r"tc.assume\(\(\(M % N\) == 0\)\): the divisor in \(M % N\) must be a "
+                                               r"positive int \(got N\)"):
+        tc.assume(M % N == 0)
+
+
+@pytest.mark.parametrize("make,bad", [(lambda M: M >= 0.5, "0.5"), (lambda M: M % 4.0 == 0, "4.0"),
+                                      (lambda M: M % True == 0, "True"), (lambda M: M >= False, "False")],
+                         ids=["float", "float-mod", "bool-mod", "bool"])
+def test_assume_non_int_constant(make, bad):
+    M, N = sizes()
+    with pytest.raises(tc.ArgumentError, match=rf"tc.assume\(.*\): {bad} is not an int; a fact compares integer "
+                                               rf"expressions of sizes and ints, e\.g\. M >= 128"):
+        tc.assume(make(M))
+
+
+@pytest.mark.parametrize("fact", [True, False, None, "M >= 4", 3])
+def test_assume_not_a_comparison(fact):
+    with pytest.raises(tc.ArgumentError, match=r"tc.assume: expected a comparison of sizes, such as M % 64 == 0"):
+        tc.assume(fact)
+
+
+def test_assume_expression_not_a_comparison():
+    M, N = sizes()
+    with pytest.raises(tc.ArgumentError, match=r"tc.assume: expected a comparison of sizes.*got \(M \+ 1\)"):
+        tc.assume(M + 1)
+
+
+@pytest.mark.parametrize("make,op,hint", [(lambda M, N: M / 2 >= 1, "/", "use // for division"),
+                                          (lambda M, N: (M & 1).eq(0), "&", "isl reads no other"),
+                                          (lambda M, N: (M > 1) >= 1, ">", "isl reads no other"),
+                                          (lambda M, N: tc.maximum(M, N) >= 2, "max", "isl reads no other")],
+                         ids=["truediv", "and", "nested-comparison", "maximum"])
+def test_assume_operation_isl_cannot_read(make, op, hint):
+    M, N = sizes()
+    with pytest.raises(tc.ArgumentError, match=rf"tc.assume\(.*\): .* uses {re.escape(op)}, but a fact may only use "
+                                               rf"\+, -, \* by an int, and // and % by a positive int.*{hint}"):
+        tc.assume(make(M, N))
+
+
+def test_assume_product_of_sizes():
+    M, N = sizes()
+    with pytest.raises(tc.ArgumentError, match=r"tc.assume\(\(\(M \* N\) >= 4\)\): \(M \* N\) multiplies two sizes; "
+                                               r"isl can only use facts that are affine"):
+        tc.assume(M * N >= 4)
+
+
+def test_assume_of_an_axis_or_a_knob():
+    M, N = sizes()
+    with pytest.raises(tc.ArgumentError, match=r"tc.assume: a fact may only use sizes and ints"):
+        tc.assume(M >= tc.knob("B", [16]))
+    X = tc.placeholder((M,), "int32", name="X")
+    with pytest.raises(tc.ArgumentError, match=r"tc.assume: a fact may only use sizes and ints"):
+        tc.assume(M >= X[0])
+
+
+@pytest.mark.parametrize("make", [lambda M: M < 1, lambda M: M <= 0, lambda M: M.eq(0), lambda M: M.ne(M),
+                                  lambda M: M - M >= 1, lambda M: M % 4 == 5, lambda M: 2 * M == 3],
+                         ids=["<1", "<=0", "==0", "M!=M", "M-M>=1", "mod4==5", "2M==3"])
+def test_assume_no_size_satisfies(make):
+    # these used to be accepted, and then every call failed
+    M, N = sizes()
+    with pytest.raises(tc.ArgumentError, match=r"tc.assume\(.*\): no sizes satisfy it \(sizes are at least 1\), so "
+                                               r"every call would fail; fix or drop it"):
+        tc.assume(make(M))
+    assert M.facts == []
+
+
+def test_assume_contradicts_an_earlier_fact():
+    M, N = sizes()
+    tc.assume(M >= 8)
+    tc.assume(N.eq(M * 2))
+    with pytest.raises(tc.ArgumentError, match=r"tc.assume\(\(N <= 4\)\): no sizes satisfy it together with "
+                                               r"tc.assume\(\(N == \(M \* 2\)\)\), tc.assume\(\(M >= 8\)\) \(sizes are "
+                                               r"at least 1\)"):
+        tc.assume(N <= 4)
+    assert [repr(f) for f in N.facts] == ["(N == (M * 2))"]
+
+
+def test_assume_accepted_facts_still_work():
+    # the control: facts isl can read are kept, a kernel uses them to drop masks, and calls check them
+    M, N = sizes()
+    tc.assume(M % 64 == 0)
+    tc.assume(2 * N + 1 >= 3)
+    X = tc.placeholder((M, N), "float32", name="X")
+    Z = tc.compute((M, N), lambda i, j: X[i, j] * 2.0, name="Z")
+    kern = tc.build(tc.create_schedule(Z), [X, Z])
+    x = torch.randn(64, 5)
+    torch.testing.assert_close(kern(x), x * 2)
+    with pytest.raises(tc.ArgumentError, match=r"the sizes M=63, N=5 break the fact tc.assume\(\(\(M % 64\) == 0\)\)"):
+        kern(torch.randn(63, 5))
+
+
+def test_assume_int64_constant():
+    # an int past int32 is allowed in a fact (sizes can pass 2**31) and checked at call time as an int
+    M, N = sizes()
+    tc.assume(M <= 2**40)
+    X = tc.placeholder((M,), "float32", name="X")
+    Z = tc.compute((M,), lambda i: X[i] * 2.0, name="Z")
+    kern = tc.build(tc.create_schedule(Z), [X, Z])
+    x = torch.randn(7)
+    torch.testing.assert_close(kern(x), x * 2)
+
+
+def test_specialize_contradicting_a_fact():
+    M, N = sizes()
+    tc.assume(M % 64 == 0)
+    X = tc.placeholder((M,), "float32", name="X")
+    Z = tc.compute((M,), lambda i: X[i] * 2.0, name="Z")
+    with pytest.raises(tc.ArgumentError, match=r"specialize: M=100 breaks tc.assume\(\(\(M % 64\) == 0\)\)"):
+        tc.build(tc.create_schedule(Z), [X, Z], specialize={"M": 100})
+
+
+@pytest.mark.parametrize("spec,got", [("M=64", "str 'M=64'"), ([("M", 64)], r"list \[\('M', 64\)\]"), (64, "int 64")])
+def test_specialize_not_a_dict(spec, got):
+    M, N = sizes()
+    X = tc.placeholder((M,), "float32", name="X")
+    Z = tc.compute((M,), lambda i: X[i] * 2.0, name="Z")
+    with pytest.raises(tc.ArgumentError, match=rf"specialize: expected a dict of size name -> int, e\.g\. "
+                                               rf"{{'N': 4096}}, got {got}"):
+        tc.build(tc.create_schedule(Z), [X, Z], specialize=spec)
+
+
+@pytest.mark.parametrize("value", [64.0, True, "64", None])
+def test_specialize_value_not_an_int(value):
+    M, N = sizes()
+    X = tc.placeholder((M,), "float32", name="X")
+    Z = tc.compute((M,), lambda i: X[i] * 2.0, name="Z")
+    with pytest.raises(tc.ArgumentError, match=rf"specialize: M must be a positive int, got {re.escape(repr(value))}"):
+        tc.lower(tc.create_schedule(Z), specialize={"M": value})
+
+
+def test_specialize_int_subclass_is_emitted_as_a_plain_int():
+    class Size(enum.IntEnum):
+        M = 8
+
+    (M,) = tc.size_vars("M")
+    X = tc.placeholder((M,), "float32", name="X")
+    Z = tc.compute((M,), lambda i: X[i] * 2.0, name="Z")
+    kern = tc.build(tc.create_schedule(Z), [X, Z], specialize={"M": Size.M})
+    assert "Size" not in kern.source and type(kern.specialize["M"]) is int
+    x = torch.randn(8)
+    torch.testing.assert_close(kern(x), x * 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# knobs and configs
+
+
+def knob_schedule():
+    M, N = sizes()
+    X = tc.placeholder((M, N), "float32", name="X")
+    Z = tc.compute((M, N), lambda i, j: X[i, j] * 2.0, name="Z")
+    s = tc.create_schedule(Z)
+    s[Z].split(Z.axis[1], tc.knob("BN", [16, 32]))
+    return s, X, Z
+
+
+@pytest.mark.parametrize("value", [16.0, True, "16", None, [16], 16.5])
+@pytest.mark.parametrize("entry", ["lower", "build"])
+def test_config_value_not_an_int(entry, value):
+    # 16.0 == 16 used to pass, and Triton then failed on tl.arange(0, 16.0)
+    s, X, Z = knob_schedule()
+    with pytest.raises(tc.ArgumentError, match=rf"config BN={re.escape(repr(value))}: expected an int, one of the "
+                                               rf"choices of knob 'BN': \[16, 32\]"):
+        tc.lower(s, {"BN": value}) if entry == "lower" else tc.build(s, [X, Z], config={"BN": value})
+
+
+@pytest.mark.parametrize("config,got", [("BN=16", "str 'BN=16'"), ([("BN", 16)], r"list \[\('BN', 16\)\]"),
+                                        (16, "int 16")])
+def test_config_not_a_dict(config, got):
+    s, X, Z = knob_schedule()
+    with pytest.raises(tc.ArgumentError, match=rf"config: expected a dict of knob name -> int, e\.g\. "
+                                               rf"{{'BM': 128}}, got {got}"):
+        tc.lower(s, config)
+
+
+def test_config_name_not_a_str():
+    s, X, Z = knob_schedule()
+    with pytest.raises(tc.ArgumentError, match=r"config: knob names are strs, got 3 \(the schedule's knobs: BN\)"):
+        tc.lower(s, {3: 16, "BN": 16})
+
+
+def test_config_unknown_name_among_good_ones():
+    s, X, Z = knob_schedule()
+    with pytest.raises(tc.ArgumentError, match=r"config names 'BX', which the schedule does not use; its knobs are: BN"):
+        tc.lower(s, {"BN": 16, "BX": 16})
+
+
+def test_config_numpy_int_is_a_plain_int():
+    np = pytest.importorskip("numpy")
+    s, X, Z = knob_schedule()
+    kern = tc.build(s, [X, Z], config={"BN": np.int64(32)})
+    assert kern.config == {"BN": 32} and type(kern.config["BN"]) is int
+    x = torch.randn(3, 40)
+    torch.testing.assert_close(kern(x), x * 2)
+
+
+def test_knob_choices_of_an_int_subclass_are_plain_ints():
+    class Tile(enum.IntEnum):
+        SMALL = 16
+        LARGE = 32
+
+    k = tc.knob("BN", [Tile.SMALL, Tile.LARGE])
+    assert k.choices == (16, 32) and all(type(c) is int for c in k.choices)
+
+
+@pytest.mark.parametrize("choices", [[16, 16.0], [16, "32"], {16, 32}, (c for c in [16])], ids=["float", "str", "set",
+                                                                                                 "generator"])
+def test_knob_odd_choices(choices):
+    with pytest.raises(tc.ArgumentError, match=r"knob 'B': choices must be a non-empty list of positive ints"):
+        tc.knob("B", choices)
+
+
+# ---------------------------------------------------------------------------------------------
+# constants in computes
+
+
+def constant_kernel(dtype, value):
+    (N,) = tc.size_vars("N")
+    X = tc.placeholder((N,), dtype, name="X")
+    Z = tc.compute((N,), lambda i: X[i] + value, name="Z")
+    return Z, tc.build(tc.create_schedule(Z), [X, Z])
+
+
+@pytest.mark.parametrize("value", [3_000_000_000, -3_000_000_000, 2**62])
+@pytest.mark.parametrize("dtype", ["int32", "int8", "int64"])
+def test_int_constant_past_int32_computes_in_int64(dtype, value):
+    # X[i] + 3_000_000_000 used to fail inside Triton ("Scalar 3000000000 is out of range for type int32")
+    Z, kern = constant_kernel(dtype, value)
+    assert Z.dtype == "int64"
+    x = torch.randint(-100, 100, (37,), dtype=getattr(torch, dtype))
+    got = kern(x)
+    assert got.dtype == torch.int64
+    assert torch.equal(got, x.to(torch.int64) + value)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_int_constant_past_int32_with_a_float(dtype):
+    Z, kern = constant_kernel(dtype, 3_000_000_000)
+    assert Z.dtype == dtype
+    x = torch.randn(37).to(getattr(torch, dtype))
+    torch.testing.assert_close(kern(x).float(), (x.float() + 3e9).to(getattr(torch, dtype)).float(),
+                               rtol=1e-2, atol=0)
+
+
+def test_int_constant_in_int32_range_stays_weak():
+    # the control: an int that fits int32 does not widen an int32 tensor (as in torch)
+    Z, kern = constant_kernel("int32", 2**31 - 1)
+    assert Z.dtype == "int32"
+    x = torch.randint(-5, 0, (9,), dtype=torch.int32)
+    assert torch.equal(kern(x), x + (2**31 - 1))
+
+
+@pytest.mark.parametrize("value", [2**63, -2**63 - 1, 2**100])
+def test_int_constant_past_int64(value):
+    X = tc.placeholder((4,), "int64", name="X")
+    with pytest.raises(tc.ArgumentError, match=rf"the int constant {value} does not fit in int64.*use a float"):
+        X[0] + value
+
+
+def test_nan_constant():
+    # `nan` used to reach the source as a bare name (NameError inside Triton)
+    X = tc.placeholder((4,), "float32", name="X")
+    with pytest.raises(tc.ArgumentError, match=r"a NaN constant cannot be written in the generated code yet"):
+        X[0] + float("nan")
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")  # the interpreter's numpy
+@pytest.mark.parametrize("value", [1e39, -1e39, 1e-50, float("inf")])
+@pytest.mark.parametrize("dtype", ["float32", "int32", "bfloat16"])
+def test_float_constant_past_float32(dtype, value):
+    # rounds as torch rounds it: beyond float32's range it is inf, below its smallest value 0
+    Z, kern = constant_kernel(dtype, value)
+    x = (torch.randn(11) * 10).to(getattr(torch, dtype))
+    torch.testing.assert_close(kern(x).float(), (x + value).float())
+
+
+def test_numpy_and_enum_scalars_are_plain_numbers():
+    # repr(np.float32(1.5)) is 'np.float32(1.5)' and repr of an IntEnum member is '<E.A: 3>': they would be
+    # written into the source as they are
+    np = pytest.importorskip("numpy")
+
+    class E(enum.IntEnum):
+        A = 3
+
+    (N,) = tc.size_vars("N")
+    X = tc.placeholder((N,), "float32", name="X")
+    Z = tc.compute((N,), lambda i: X[i] * np.float32(1.5) + np.int64(2) + E.A, name="Z")
+    kern = tc.build(tc.create_schedule(Z), [X, Z])
+    assert "np." not in kern.source and "E.A" not in kern.source
+    assert_clean_source(kern.source)
+    x = torch.randn(6)
+    torch.testing.assert_close(kern(x), x * 1.5 + 2 + 3)
+
+
+@pytest.mark.parametrize("value", [1 + 2j, "1", None, torch.tensor(1.0)], ids=["complex", "str", "None", "tensor"])
+def test_constant_not_a_number(value):
+    X = tc.placeholder((4,), "float32", name="X")
+    with pytest.raises(tc.ArgumentError, match=r"expected a tilec expression or a number"):
+        X[0] * value
+
+
+# ---------------------------------------------------------------------------------------------
+# call time: out= aliasing an input or another output
+
+
+def test_out_is_the_input_of_a_transpose(tr):
+    # a transpose written into its own input used to give a silently wrong result
+    x = torch.randn(8, 8)
+    with pytest.raises(tc.ArgumentError, match=r"out T overlaps input X in memory: some elements of the input and the "
+                                               r"written-to tensor refer to a single memory location.*pass an out "
+                                               r"that shares no memory with the inputs"):
+        tr(x, out=x)
+    with pytest.raises(tc.ArgumentError, match=r"out T overlaps input X in memory"):
+        tr(x, out=x.t())
+
+
+def test_out_is_the_input_of_an_elementwise_op(ew):
+    x = torch.randn(6, 8)
+    before = x.clone()
+    with pytest.raises(tc.ArgumentError, match=r"out Z overlaps input X in memory"):
+        ew(x, out=x)
+    assert torch.equal(x, before)  # nothing was written
+
+
+def test_out_overlaps_part_of_an_input(ew):
+    base = torch.randn(12, 8)
+    with pytest.raises(tc.ArgumentError, match=r"out Z overlaps input X in memory"):
+        ew(base[:6], out=base[3:9])
+    with pytest.raises(tc.ArgumentError, match=r"out Z overlaps input X in memory"):
+        ew(base[:6], base[5:11])  # outputs given positionally are checked too
+
+
+def test_out_next_to_an_input_in_one_storage(ew):
+    # the control: disjoint halves of one storage are fine, and a cached launch checks again
+    base = torch.randn(12, 8)
+    ref = base[:6] * 2 + 1
+    assert ew(base[:6], out=base[6:]) is not None
+    torch.testing.assert_close(base[6:], ref)
+    with pytest.raises(tc.ArgumentError, match=r"out Z overlaps input X in memory"):
+        ew(base[:6], out=base[:6])
+
+
+def test_two_outputs_overlap():
+    M, N = sizes()
+    X = tc.placeholder((M, N), "float32", name="X")
+    P = tc.compute((M, N), lambda i, j: X[i, j] + 1.0, name="P")
+    Q = tc.compute((M, N), lambda i, j: X[i, j] * 2.0, name="Q")
+    s = tc.create_schedule([P, Q])
+    kern = tc.build(s, [X, P, Q])
+    x, o = torch.randn(4, 4), torch.empty(4, 4)
+    with pytest.raises(tc.ArgumentError, match=r"out P and out Q overlap in memory.*pass outputs that share no memory"):
+        kern(x, out=[o, o])
+    p, q = kern(x, out=[torch.empty(4, 4), torch.empty(4, 4)])  # the control
+    torch.testing.assert_close(p, x + 1)
+    torch.testing.assert_close(q, x * 2)
+
+
+@pytest.mark.parametrize("out,got", [("abc", "str"), (3, "int"), ({"Z": None}, "dict")])
+def test_out_not_a_tensor_or_a_list(ew, out, got):
+    with pytest.raises(tc.ArgumentError, match=rf"out: expected a torch.Tensor or a list of them \(Z\), got {got}"):
+        ew(torch.randn(2, 2), out=out)
+
+
+# ---------------------------------------------------------------------------------------------
+# call time: inputs may be any strided view (outputs must be dense)
+
+
+def views():
+    return {
+        "sliced": torch.randn(6, 16)[:, ::2],
+        "offset": torch.randn(9, 11)[3:, 3:],
+        "transposed": torch.randn(8, 6).t(),
+        "expanded-rows": torch.randn(6, 1).expand(6, 8),
+        "expanded-cols": torch.randn(1, 8).expand(6, 8),
+        "expanded-all": torch.randn(1, 1).expand(6, 8),
+        "overlapping": torch.randn(20).as_strided((6, 8), (1, 1)),
+        "overlapping-rows": torch.randn(30).as_strided((6, 8), (3, 1)),
+        "size-1": torch.randn(1, 1),
+        "size-1-odd-strides": torch.randn(1, 8).as_strided((1, 8), (1000, 1)),
+    }
+
+
+@pytest.mark.parametrize("view", list(views()))
+def test_strided_input_view(ew, tr, rsum, view):
+    x = views()[view]
+    torch.testing.assert_close(ew(x), x * 2 + 1)
+    torch.testing.assert_close(tr(x), x.t().contiguous())
+    torch.testing.assert_close(rsum(x), x.sum(1), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("layout", ["transposed", "expanded", "sliced", "overlapping"])
+def test_strided_inputs_of_a_fused_gemm(gemm, layout):
+    a = {"transposed": torch.randn(40, 20).t(), "expanded": torch.randn(20, 1).expand(20, 40),
+         "sliced": torch.randn(20, 80)[:, ::2], "overlapping": torch.randn(100).as_strided((20, 40), (2, 1))}[layout]
+    w = torch.randn(18, 40).t()
+    torch.testing.assert_close(gemm(a, w), torch.nn.functional.silu(a @ w), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("bad,what", [(lambda: torch.randn(6, 8).cpu().numpy(), "ndarray"), (lambda: None, "NoneType"),
+                                      (lambda: 3, "int"), (lambda: [[1.0]], "list")])
+def test_input_not_a_tensor(ew, bad, what):
+    with pytest.raises(tc.ArgumentError, match=rf"X: expected a torch.Tensor, got {what}"):
+        ew(bad())
+
+
+def test_input_sparse(ew):
+    x = torch.randn(4, 4).to_sparse()
+    with pytest.raises(tc.ArgumentError, match=r"X: expected a dense \(strided\) tensor, got layout torch.sparse_coo; "
+                                               r"convert it with \.to_dense\(\)"):
+        ew(x)
+
+
+def test_input_wrong_dtype_and_shape(ew):
+    with pytest.raises(tc.ArgumentError, match=r"X: expected dtype float32, got float64"):
+        ew(torch.randn(2, 2, dtype=torch.float64))
+    with pytest.raises(tc.ArgumentError, match=r"X: expected 2 dimensions \[M, N\], got shape \(2, 2, 2\)"):
+        ew(torch.randn(2, 2, 2))
+    with pytest.raises(tc.ArgumentError, match=r"expected 1 input tensors \(X\), got 3"):
+        ew(torch.randn(2, 2), torch.randn(2, 2), torch.randn(2, 2))
+
+
+# ---------------------------------------------------------------------------------------------
+# call time: zero-size dims (empty results, as torch gives them) and reductions over nothing
+
+
+@pytest.mark.parametrize("shape", [(0, 8), (6, 0), (0, 0)])
+def test_zero_size_elementwise_and_transpose(ew, tr, shape):
+    x = torch.randn(shape)
+    assert ew(x).shape == shape and tr(x).shape == shape[::-1]
+
+
+def test_sum_over_an_empty_axis_is_zero(rsum):
+    torch.testing.assert_close(rsum(torch.randn(6, 0)), torch.zeros(6))
+    assert rsum(torch.randn(0, 5)).shape == (0,)
+
+
+def test_sum_over_an_empty_axis_with_a_fact():
+    # N % 16 == 0 holds for N = 0, and the mask it drops must not let the kernel read anything
+    M, N = sizes()
+    tc.assume(N % 16 == 0)
+    X = tc.placeholder((M, N), "float32", name="X")
+    k = tc.reduce_axis(N, name="k")
+    R = tc.compute((M,), lambda i: tc.sum(X[i, k] * 2.0, axis=k), name="R")
+    s = tc.create_schedule(R)
+    s[R].split(R.reduce_axis[0], 16)
+    kern = tc.build(s, [X, R])
+    torch.testing.assert_close(kern(torch.randn(5, 0)), torch.zeros(5))
+    torch.testing.assert_close(kern(x := torch.randn(5, 32)), (x * 2).sum(1), rtol=1e-5, atol=1e-5)
+
+
+def test_gemm_with_an_empty_inner_dimension(gemm):
+    torch.testing.assert_close(gemm(torch.randn(20, 0), torch.randn(0, 18)), torch.zeros(20, 18))
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_max_over_an_empty_axis(op):
+    # torch raises for amax over nothing; the kernel used to return -inf (or inf)
+    kern = reduction_kernel(op)
+    with pytest.raises(tc.ArgumentError, match=rf"R: tc.{op} over k has no elements to reduce with N=0, and the "
+                                               rf"{op} of nothing is undefined \(torch raises too\); call with N >= 1"):
+        kern(torch.randn(3, 0))
+    assert kern(torch.randn(0, 0)).shape == (0,)  # nothing to reduce and nothing to write: fine
+    x = torch.randn(3, 5)
+    torch.testing.assert_close(kern(x), getattr(x, f"a{op}")(1))
+
+
+# ---------------------------------------------------------------------------------------------
+# call time: autograd
+
+
+def test_input_requires_grad(ew):
+    x = torch.randn(3, 4, requires_grad=True)
+    with pytest.raises(tc.ArgumentError, match=r"X requires grad, but tilec kernels do not record autograd; pass "
+                                               r"X\.detach\(\) \(or call under torch\.no_grad\(\)\)"):
+        ew(x)
+    with torch.no_grad():  # the control: nothing is recorded, so nothing is lost
+        torch.testing.assert_close(ew(x), x * 2 + 1)
+    torch.testing.assert_close(ew(x.detach()), x.detach() * 2 + 1)
+
+
+def test_out_requires_grad(ew):
+    out = torch.empty(3, 4, requires_grad=True)
+    with pytest.raises(tc.ArgumentError, match=r"out Z requires grad; an out= tensor cannot be differentiated "
+                                               r"through \(as in torch\); pass one without requires_grad"):
+        ew(torch.randn(3, 4), out=out)
+
+
+# ---------------------------------------------------------------------------------------------
+# the int64 index path (offsets past 2**31; the real sizes run in scripts/int64_check.py on a GPU)
+
+
+@pytest.fixture
+def small_limit(monkeypatch):
+    """Pretend int32 offsets end at 100, so the int64 program is chosen for small tensors too."""
+    monkeypatch.setattr(kernel_mod, "_INT32_LIMIT", 100)
+
+
+def launched_int64(kern) -> bool:
+    (call,) = kern._calls.values()
+    mods = {fn.fn.__module__ if hasattr(fn, "fn") else fn.__module__ for fn, *_ in call[3]}
+    int64 = kernel_mod.load_module(kern._program(True).source()).__name__
+    return mods == {int64}
+
+
+def test_int64_program_past_the_element_limit(small_limit):
+    kern = elementwise_kernel()
+    x = torch.randn(8, 16)  # 128 elements > 100
+    torch.testing.assert_close(kern(x), x * 2 + 1)
+    assert launched_int64(kern)
+
+
+def test_int32_program_below_the_limit(small_limit):
+    kern = elementwise_kernel()
+    x = torch.randn(8, 10)  # 80 elements, offsets up to 79
+    torch.testing.assert_close(kern(x), x * 2 + 1)
+    assert True not in kern._programs
+    assert not launched_int64(kern)
+
+
+def test_int64_program_for_a_view_with_far_offsets(small_limit):
+    kern = elementwise_kernel()
+    x = torch.randn(4, 64)[:, ::32]  # 8 elements, but the last lies 224 elements past the first
+    torch.testing.assert_close(kern(x), x * 2 + 1)
+    assert launched_int64(kern)
+
+
+def test_int64_program_for_an_expanded_input(small_limit):
+    # 128 elements at offsets 0..15: conservative (numel decides) and right
+    kern = elementwise_kernel()
+    x = torch.randn(1, 16).expand(8, 16)
+    torch.testing.assert_close(kern(x), x * 2 + 1)
+    assert launched_int64(kern)
+
+
+def test_int64_program_for_a_large_buffer_between_kernels(small_limit):
+    # inputs and output of 12 elements, but the buffer P between the kernels has 144
+    (M,) = tc.size_vars("M")
+    X = tc.placeholder((M,), "float32", name="X")
+    P = tc.compute((M, M), lambda i, j: X[i] * X[j], name="P")
+    k = tc.reduce_axis(M, name="k")
+    R = tc.compute((M,), lambda i: tc.sum(P[i, k], axis=k), name="R")
+    kern = tc.build(tc.create_schedule(R), [X, R])
+    x = torch.randn(12)
+    torch.testing.assert_close(kern(x), x * x.sum(), rtol=1e-5, atol=1e-5)
+    assert launched_int64(kern)
+
+
+@pytest.mark.parametrize("make", [elementwise_kernel, transpose_kernel, reduction_kernel, gemm_silu_kernel])
+def test_int64_source_casts_every_offset(make):
+    kern = make()
+    wide, narrow = kern._program(True).source(), kern.source
+    assert "int64" not in narrow
+    offs = [line.strip() for line in wide.splitlines() if re.match(r"\s*offs_\w+ = ", line)]
+    assert offs and all("tl.int64" in line for line in offs), offs
+    assert_clean_source(wide)
+
+
+@pytest.mark.xfail(strict=True, reason="bug in tilec/lower/builder.py (define): the int64 form casts "
+                                       "`io * 1024 + tl.arange(0, 1024)` after computing it in int32, so a "
+                                       "1-D extent past 2**31 overflows (illegal memory access on the H200, "
+                                       "scripts/int64_check.py); cast io before multiplying")
+def test_int64_offsets_are_computed_in_int64():
+    (N,) = tc.size_vars("N")
+    X = tc.placeholder((N,), "int8", name="X")
+    Z = tc.compute((N,), lambda i: X[i] + 1, name="Z")
+    kern = tc.build(tc.create_schedule(Z), [X, Z])
+    offs = [line.strip() for line in kern._program(True).source().splitlines() if re.match(r"\s*offs_\w+ = ", line)]
+    assert offs and not any(re.search(r"tl\.cast\(\w+ \* ", line) for line in offs), offs
