@@ -83,7 +83,6 @@ def as_expr(value: object) -> Expr:
     (a cast, and not weak): `X[i] + 3_000_000_000` computes in int64 for an int32 X (where torch would wrap
     around) and in X's type for a float X; an int outside int64 and a NaN are refused.
     """
-    import math
     import numbers
 
     if isinstance(value, Expr):
@@ -100,10 +99,7 @@ def as_expr(value: object) -> Expr:
                             f"computes with; use a float (e.g. {value}.0) or an int in [-2**63, 2**63)")
     if isinstance(value, numbers.Real):
         value = float(value)
-        if math.isnan(value):
-            raise ArgumentError("a NaN constant cannot be written in the generated code yet; use a finite "
-                                "value or an infinity (float('inf')) instead")
-        return Const(value, "float32")
+        return Const(value, "float32")  # NaN and infinities included (emitted as float("nan") etc.)
     raise ArgumentError(f"expected a tilec expression or a number, got {type(value).__name__} {value!r}")
 
 

@@ -235,7 +235,8 @@ class KernelBuilder:
                 return Val(str(bool(e.value)), (), "bool")
             if isinstance(e.value, float):
                 v = e.value
-                code = 'float("inf")' if v == float("inf") else 'float("-inf")' if v == float("-inf") else repr(v)
+                code = 'float("inf")' if v == float("inf") else 'float("-inf")' if v == float("-inf") else \
+                    'float("nan")' if v != v else repr(v)
                 return Val(code, (), "float32")
             return Val(repr(e.value), (), "int32")
         if isinstance(e, (SizeVar, Knob)):
@@ -459,12 +460,15 @@ class KernelBuilder:
                 f"{a.name} -> program_id.{st.binds[a]}" for a in lay.grid)))
         for a in lay.grid:
             var = self.fresh(a.name)
-            self.stmts.append(Stmt(f"{var} = tl.program_id({st.binds[a]})"))
+            # int64 form: indices are computed in int64 from the program id on (io * 1024 overflows int32)
+            wide = ".to(tl.int64)" if self.p.int64 else ""
+            self.stmts.append(Stmt(f"{var} = tl.program_id({st.binds[a]}){wide}"))
             leaf_val[a], level_of[a] = Val(var, (), "int32"), -1
         loop_vars = {}
         for n, a in enumerate(lay.loops):
             loop_vars[a] = self.fresh(a.name)
-            leaf_val[a], level_of[a] = Val(loop_vars[a], (), "int32"), n
+            code = f"tl.cast({loop_vars[a]}, tl.int64)" if self.p.int64 else loop_vars[a]  # an int in the interpreter
+            leaf_val[a], level_of[a] = Val(code, (), "int32"), n
         for a in lay.tiles:
             dim = self.fresh(a.name)
             self.dim_order.append(dim)
@@ -500,7 +504,7 @@ class KernelBuilder:
         def define(axes: list, stmts: list) -> None:
             for axis in axes:
                 v = leaf_val[axis]
-                code = f"tl.cast({v.code}, tl.int64)" if self.p.int64 else v.code
+                code = v.code  # int64 form: made of int64 program ids and loop counters already
                 name = self.fresh(f"offs_{axis.name}")
                 stmts.append(Stmt(f"{name} = {code}", None))
                 mask = None
