@@ -23,6 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 
 import matmul_silu  # noqa: E402
 
+# workers rebuild the schedule from this file (a GPU process cannot fork them: see tilec/tune/workers.py)
+RECIPE = str(Path(__file__).resolve().parent.parent / "examples" / "matmul_silu.py")
+
 import tilec as tc  # noqa: E402
 from tilec.tune.measure import default_timer, random_inputs  # noqa: E402
 from tilec.tune.space import SearchSpace  # noqa: E402
@@ -52,7 +55,8 @@ def main():
 
     t0 = time.perf_counter()
     sweep = tc.tune(s, MIX, trials=space.size, args=args, reference=matmul_silu.reference, storage=a.storage,
-                    study_name=f"sweep-{int(time.time())}", expected_calls=10_000_000, seeds=0)
+                    study_name=f"sweep-{int(time.time())}", expected_calls=10_000_000, seeds=0,
+                    recipe=RECIPE)
     sweep_s = time.perf_counter() - t0
     sweep_generic = next(o for o in sweep.options if o.name == "generic")
     sweep_measured = sum(1 for t in sweep.trials() if t["state"] == "COMPLETE" and "duplicate_of" not in t)
@@ -61,7 +65,7 @@ def main():
     s2, args2 = matmul_silu.make()
     t0 = time.perf_counter()
     tuned = tc.tune(s2, MIX, trials=budget, args=args2, reference=matmul_silu.reference, storage=a.storage,
-                    study_name=f"tpe-{int(time.time())}", expected_calls=10_000_000)
+                    study_name=f"tpe-{int(time.time())}", expected_calls=10_000_000, recipe=RECIPE)
     tune_s = time.perf_counter() - t0
     tuned_generic = next(o for o in tuned.options if o.name == "generic")
     measured = sum(1 for t in tuned.trials() if t["state"] == "COMPLETE" and "duplicate_of" not in t)

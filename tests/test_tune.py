@@ -72,9 +72,10 @@ def test_identical_configs_are_not_measured_twice(tmp_path, monkeypatch):
         return real(self, config)
 
     monkeypatch.setattr(Measurer, "measure", counting)
+    # jobs=0: measured in this process, so the counter sees every measurement
     tuned = tc.tune(s, tune_case.MIX, trials=30, args=args, reference=tune_case.reference,
-                    storage=f"sqlite:///{tmp_path / 'dup.db'}", seed=1)
-    assert len(measured) == len(set(measured))                       # each config measured once
+                    storage=f"sqlite:///{tmp_path / 'dup.db'}", seed=1, jobs=0)
+    assert measured and len(measured) == len(set(measured))          # each config measured once
     configs = {tuple(sorted(t["config"].items())) for t in tuned.trials()}
     assert len(configs) == 16                                         # the whole 16-point grid was seen
     dups = [t for t in tuned.trials() if "duplicate_of" in t]
@@ -95,10 +96,10 @@ def test_pruned_configs_never_compile(tmp_path, monkeypatch):
     # shared memory limit so small that only 16x16 tiles with BK=16 fit (no cache_read: nothing to count)
     s.cache_read(args[0], "shared", readers=[s[args[2]]]).compute_at(s[args[2]], s[args[2]].leaves[2])
     tuned = tc.tune(s, tune_case.MIX, trials=16, args=args, reference=tune_case.reference,
-                    storage=f"sqlite:///{tmp_path / 'p.db'}", shared_limit=16 * 16 * 4)
+                    storage=f"sqlite:///{tmp_path / 'p.db'}", shared_limit=16 * 16 * 4, jobs=0)
     pruned = [t for t in tuned.trials() if t["state"] == "PRUNED"]
     assert pruned and all("shared memory" in t["pruned"] for t in pruned)
-    assert all(c["BM"] == 16 and c["BK"] == 16 for c in built)
+    assert built and all(c["BM"] == 16 and c["BK"] == 16 for c in built)
     assert all(c not in built for c in (t["config"] for t in pruned))
 
 

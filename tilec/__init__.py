@@ -32,13 +32,13 @@ from tilec.lower import lower
 from tilec.poly.footprint import analyze
 from tilec.runtime import Kernel, build
 from tilec.schedule import Knob, Schedule, Stage, create_schedule, knob
-from tilec.tune import ShapeMix, Tuned, tune
+from tilec.tune import ShapeMix, Tuned, TuningInterrupted, tune
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ArgumentError", "IllegalScheduleError", "Kernel", "Knob", "LoweringError", "Schedule", "ShapeMix", "Stage",
-    "Tuned", "tune",
+    "Tuned", "TuningInterrupted", "tune",
     "Tensor", "TilecError", "abs", "analyze", "assume", "build", "compute", "create_schedule", "exp", "knob", "log", "lower",
     "max", "maximum", "min", "minimum", "placeholder", "reduce_axis", "rsqrt", "sigmoid", "silu",
     "size_vars", "sqrt", "sum", "tanh", "where",

@@ -2,7 +2,7 @@
 
     tilec tune FILE --mix "M=256:8,1536:1,2048:1" --fixed "K=4096,N=12288" [--trials 64]
                [--storage URL] [--study NAME] [--expected-calls N] [--worker] [--report out.json]
-               [--no-progress]
+               [--no-progress] [--jobs N] [--timeout SECONDS]
     tilec show [--storage URL] [--study NAME] [--file FILE --mix ... --fixed ...]
     tilec show --tuned FILE --mix ... [--fixed ...] [--storage URL]
     tilec lower FILE [--config BM=128,BN=128]
@@ -11,8 +11,11 @@ FILE is a Python file like the examples: it defines `make()` -> (schedule, args)
 `reference(*inputs)` (torch; without it the unscheduled compute built by tilec is the reference).
 Its directory is put on `sys.path`, so it can `import common`. `tune` shows optuna's progress bar
 on stderr while it runs, then every trial of the study, the plan, and how to find the study again.
-User errors (a bad mix, a missing file, a TilecError) print one `error: ...` line and exit with
-status 2; `--traceback` shows the Python traceback instead.
+User errors (a bad mix, a missing file, a bad storage, a TilecError) print one `error: ...` line and
+exit with status 2; `--traceback` shows the Python traceback instead. `tune` measures candidates in
+worker processes that rebuild the schedule from FILE where they cannot be forked (on a GPU); SIGINT
+or SIGTERM stops it cleanly (status 130 or 143), and the same command resumes the study. What
+`show` reads from a study is printed as data.
 """
 
 from __future__ import annotations
@@ -158,6 +161,8 @@ def _storage(url: str | None) -> str:
 def fmt_time(s) -> str:
     if s is None or (isinstance(s, float) and math.isnan(s)):
         return "-"
+    if type(s) not in (int, float):  # not a time (a study holds what its writers put there)
+        return repr(s)[:40]
     if s < 1e-3:
         return f"{s * 1e6:.2f} us"
     if s < 1:
@@ -184,11 +189,18 @@ def trial_rows(study) -> list[dict]:
             notes.append(f"pruned: {ua['pruned']}")
         if "failure" in ua:
             notes.append(f"failed: {ua['failure']}")
-        elif t.state.name == "FAIL":
+        elif t.state.name == "FAIL" and "interrupted" not in ua:
             notes.append("failed: no result recorded (interrupted, or its worker died)")
-        config = dict(t.params) or dict(t.system_attrs.get("fixed_params", {}))  # a WAITING trial's: enqueued
+        if "retry_of" in ua:
+            notes.append(f"retry of #{ua['retry_of']}")
+        if "interrupted" in ua:
+            notes.append(f"interrupted ({ua['interrupted']}); queued again")
+        fixed = t.system_attrs.get("fixed_params")
+        config = dict(t.params) or (dict(fixed) if isinstance(fixed, dict) else {})  # a WAITING trial's: enqueued
+        times = ua.get("times")
         rows.append({"number": t.number, "state": t.state.name, "config": config, "value": t.value,
-                     "times": dict(ua.get("times", {})), "note": "; ".join(notes).replace("\n", " ")})
+                     "times": dict(times) if isinstance(times, dict) else {},
+                     "note": " ".join("; ".join(str(n) for n in notes).split())})
     return rows
 
 
@@ -229,16 +241,28 @@ def _cfg_text(cfg: dict) -> str:
     return ",".join(f"{k}={v}" for k, v in cfg.items())
 
 
+def open_storage(storage: str):
+    """The storage to read, checked first (tilec.tune.storage); None when its SQLite file does not exist
+    (reading creates nothing)."""
+    from tilec.tune.storage import check_storage, make_storage
+    if not check_storage(storage, create=False):
+        return None
+    return make_storage(storage, create=False)
+
+
 def load_study(name: str, storage: str):
     import optuna
+    store = open_storage(storage)
+    if store is None:
+        raise UserError(f"no study named {name} in {storage} (the file does not exist)")
     try:
-        names = optuna.get_all_study_names(storage=storage)
+        names = optuna.get_all_study_names(storage=store)
     except Exception as e:
         raise UserError(f"cannot open storage {storage}: {type(e).__name__}: {str(e).splitlines()[0]}") from e
     if name not in names:
         have = ", ".join(names[:10]) + (", ..." if len(names) > 10 else "") if names else "none"
         raise UserError(f"no study named {name} in {storage} (its studies: {have})")
-    return optuna.load_study(study_name=name, storage=storage)
+    return optuna.load_study(study_name=name, storage=store)
 
 
 # -- commands --------------------------------------------------------------------------------------
@@ -251,6 +275,8 @@ def cmd_tune(a) -> int:
     check_mix(s, mix, a.file)
     reference = _reference(module, a.file)
     storage = _storage(a.storage)
+    from tilec.tune.storage import check_storage
+    check_storage(storage)  # before anything is printed or started
     name = a.study or study_key(s, mix, args)
     print(f"tuning {a.file} for {mix}: {a.trials} trials, study {name} in {storage}"
           f"{' (worker)' if a.worker else ''}")
@@ -260,7 +286,7 @@ def cmd_tune(a) -> int:
     sys.stdout.flush()
     tuned = tc.tune(s, mix, trials=a.trials, args=args, reference=reference, storage=storage,
                     expected_calls=a.expected_calls, worker=a.worker, study_name=name,
-                    progress=not a.no_progress)
+                    progress=not a.no_progress, jobs=a.jobs, timeout=a.timeout, recipe=a.file)
     if a.worker:
         rows = trial_rows(load_study(name, storage))
         print(f"study {name} in {storage} now has {_counts(rows)}")
@@ -308,7 +334,7 @@ def cmd_show(a) -> int:
     rows = trial_rows(study)
     print(f"study:   {name}\nstorage: {storage}")
     secs = study.user_attrs.get("tuning_seconds")
-    print(f"{_counts(rows)}" + (f", {secs:.1f} s of tuning" if secs is not None else ""))
+    print(f"{_counts(rows)}" + (f", {secs:.1f} s of tuning" if type(secs) in (int, float) else ""))
     print(format_table(best_first(rows)))
     complete = [r for r in rows if r["state"] == "COMPLETE"]
     if not complete:
@@ -330,8 +356,12 @@ def cmd_show(a) -> int:
 
 def _list_studies(storage: str) -> int:
     import optuna
+    store = open_storage(storage)
+    if store is None:
+        print(f"storage: {storage}\nno studies (the file does not exist)")
+        return 0
     try:
-        summaries = optuna.get_all_study_summaries(storage=storage)
+        summaries = optuna.get_all_study_summaries(storage=store)
     except Exception as e:
         raise UserError(f"cannot open storage {storage}: {type(e).__name__}: {str(e).splitlines()[0]}") from e
     print(f"storage: {storage}")
@@ -378,6 +408,10 @@ def parser() -> argparse.ArgumentParser:
                    help="only add trials to the shared study (run one per GPU/host); no plan")
     t.add_argument("--report", metavar="PATH", help="write the trials and plan to a .json (or .png, needs matplotlib)")
     t.add_argument("--no-progress", action="store_true", help="no progress bar (optuna's, on stderr)")
+    t.add_argument("--jobs", type=int, metavar="N", help="worker processes measuring candidates (compiles run "
+                   "in parallel; default: half the cores, at most 4; 0: in this process, unisolated)")
+    t.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS",
+                   help="fail a candidate whose compile, check and timing of every shape takes longer (default 300)")
     t.set_defaults(func=cmd_tune)
 
     s = sub.add_parser("show", help="list the trials of a stored study, best first")
@@ -410,10 +444,11 @@ def main(argv=None) -> int:
             raise
         print(f"error: {' '.join(str(e).split()) or type(e).__name__}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("interrupted; finished trials are stored, and the same command resumes the study",
-              file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        why = getattr(e, "signal", "SIGINT")
+        print(f"interrupted ({why}); finished trials are stored, a trial that was running is failed and "
+              f"queued again, and the same command resumes the study", file=sys.stderr)
+        return 143 if why == "SIGTERM" else 130
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ inputs, then time. A config that fails to build, runs out of resources or gives 
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 
@@ -82,8 +83,10 @@ class Measurer:
         except TilecError as e:
             raise CandidateFailure(f"does not lower: {e}") from e
 
-    def measure(self, config: dict) -> dict[str, float]:
-        """Per-shape seconds for `config` (checked first); raises CandidateFailure."""
+    def measure(self, config: dict, before_timing=None) -> dict[str, float]:
+        """Per-shape seconds for `config`; raises CandidateFailure. Every shape is compiled and checked
+        first, then `before_timing()` is called (a measuring worker waits there for its turn on the
+        GPU: compiles overlap, timings do not), then every shape is timed."""
         kernel = self.build(config)
         times = {}
         for shape, xs, refs in self.cases:
@@ -98,10 +101,16 @@ class Measurer:
                 bound = self.tolerance.get(str(o.dtype).removeprefix("torch."), 1e-4)
                 if not err <= bound:
                     raise CandidateFailure(f"wrong answer at {key}: relative error {err:.3g} > {bound:g}")
+        if before_timing is not None:
+            before_timing()
+        for shape, xs, _ in self.cases:
+            key = ",".join(f"{k}={v}" for k, v in sorted(shape.items()))
             try:
                 times[key] = float(self.timer(kernel, xs))
             except CandidateFailure:
                 raise
             except Exception as e:  # noqa: BLE001 - out of resources at launch, a timeout, ...
                 raise CandidateFailure(f"fails at {key} while timing: {type(e).__name__}: {str(e)[:300]}") from e
+            if not (math.isfinite(times[key]) and times[key] >= 0):
+                raise CandidateFailure(f"fails at {key} while timing: the timer returned {times[key]!r} seconds")
         return times

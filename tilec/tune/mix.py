@@ -1,7 +1,12 @@
-"""`ShapeMix`: the shapes a program really calls a kernel with, weighted by how often."""
+"""`ShapeMix`: the shapes a program really calls a kernel with, weighted by how often.
+
+Sizes are positive ints and weights positive finite numbers (NaN, infinities, zero and negative
+weights are refused); `ShapeMix.parse` reads the command line's form and says what it could not read.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 from tilec.errors import ArgumentError
@@ -24,10 +29,12 @@ class ShapeMix:
             if not (isinstance(item, (list, tuple)) and len(item) == 2 and isinstance(item[0], Mapping)):
                 raise ArgumentError(f"ShapeMix: entry {n} must be (sizes dict, weight), got {item!r}")
             sizes, w = item
-            if isinstance(w, bool) or not isinstance(w, (int, float)) or w <= 0:
+            if isinstance(w, bool) or not isinstance(w, (int, float)) or not 0 < w < math.inf:
                 raise ArgumentError(f"ShapeMix: entry {n}'s weight must be a positive number, got {w!r}")
             full = {**fixed, **sizes}
             for k, v in full.items():
+                if not isinstance(k, str) or not k.isidentifier():
+                    raise ArgumentError(f"ShapeMix: entry {n} names size {k!r}; size names are identifiers like M")
                 if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                     raise ArgumentError(f"ShapeMix: size {k} of entry {n} must be a positive int, got {v!r}")
             if full in self.shapes:
@@ -35,6 +42,9 @@ class ShapeMix:
             self.shapes.append(full)
             weights.append(float(w))
         total = sum(weights)
+        if not math.isfinite(total):
+            raise ArgumentError(f"ShapeMix: the weights add up to {total}; give call counts or frequencies "
+                                f"of a sensible size")
         self.weights = [w / total for w in weights]
         self.fixed = fixed
 
@@ -52,18 +62,54 @@ class ShapeMix:
     def parse(cls, text: str, fixed: str = "") -> ShapeMix:
         """The command line's form: "M=256:8,1536:1,2048:1" (one varying size, value:weight) or
         "M=256;N=64:8|M=512;N=64:1" (several sizes), with fixed "K=4096,N=12288"."""
-        fx = {k: int(v) for k, v in (p.split("=") for p in fixed.split(",") if p)} if fixed else {}
+        if not isinstance(text, str) or not isinstance(fixed, str):
+            raise ArgumentError(f"ShapeMix.parse: expected strings, got {text!r} and {fixed!r}")
+        fx = dict(_size(p, "fixed size") for p in fixed.split(",") if p.strip())
         shapes = []
         if "|" in text or ";" in text:
             for part in text.split("|"):
-                sizes, w = part.rsplit(":", 1)
-                shapes.append(({k: int(v) for k, v in (p.split("=") for p in sizes.split(";"))}, float(w)))
+                sizes, colon, w = part.rpartition(":")
+                if not colon:
+                    raise ArgumentError(f"ShapeMix.parse: shape {part!r} has no weight; write sizes:weight, "
+                                        f"e.g. M=256;N=64:8")
+                shapes.append((dict(_size(p, "size") for p in sizes.split(";")), _weight(w)))
         else:
-            name, rest = text.split("=", 1)
+            name, eq, rest = text.partition("=")
+            if not eq or not name.strip().isidentifier():
+                raise ArgumentError(f"ShapeMix.parse: cannot read {text!r}: expected NAME=value:weight,..., "
+                                    f"e.g. M=256:8,1536:1")
             for part in rest.split(","):
                 v, _, w = part.partition(":")
-                shapes.append(({name.strip(): int(v)}, float(w or 1)))
+                shapes.append((dict([_size(f"{name}={v}", "size")]), _weight(w or "1")))
         return cls(shapes, fixed=fx)
 
     def __repr__(self):
         return "ShapeMix(" + ", ".join(f"{self.key(s)}: {w:.3f}" for s, w in self) + ")"
+
+
+def _size(text: str, what: str) -> tuple[str, int]:
+    """"M=256" -> ("M", 256), or an ArgumentError naming what is wrong."""
+    name, eq, value = text.partition("=")
+    name, value = name.strip(), value.strip()
+    if not eq or not name.isidentifier():
+        raise ArgumentError(f"ShapeMix.parse: cannot read {what} {text.strip()!r}: expected NAME=int, e.g. M=256")
+    try:
+        n = int(value)
+    except ValueError:
+        raise ArgumentError(f"ShapeMix.parse: {what} {name}={value!r} is not an int; sizes are positive "
+                            f"ints, e.g. {name}=256") from None
+    if n < 1:
+        raise ArgumentError(f"ShapeMix.parse: {what} {name}={n} must be a positive int")
+    return name, n
+
+
+def _weight(text: str) -> float:
+    try:
+        w = float(text)
+    except ValueError:
+        raise ArgumentError(f"ShapeMix.parse: weight {text.strip()!r} is not a number; weights are positive "
+                            f"numbers (call counts or frequencies), e.g. M=256:8") from None
+    if not 0 < w < math.inf:
+        raise ArgumentError(f"ShapeMix.parse: a weight must be a positive number (finite, not zero), got "
+                            f"{text.strip()!r}")
+    return w

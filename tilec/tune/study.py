@@ -5,22 +5,42 @@
 - Before anything compiles, infeasible configs are pruned (`space.py`); the cost model's best
   feasible configs seed the study (`enqueue_trial`). Small spaces are searched exhaustively (grid),
   larger ones with multivariate TPE.
-- A config already measured is not measured again (its stored value is returned); a config that
-  fails (does not lower or compile, runs out of resources, wrong answer) is a failed trial with the
-  reason in `user_attrs["failure"]`, never a winner.
-- The study lives in an optuna storage (SQLite by default, any SQLAlchemy URL): several workers can
-  share it, and a study interrupted at any point resumes. Heartbeats mark the trials of a killed
-  worker failed, and they are retried. Its name is derived from the schedule's fingerprint, the
-  mix, the device and the tilec/Triton versions, so a changed kernel never reuses stale results.
-  Configs are stored as optuna params (JSON), never pickles.
+- Candidates are measured in worker processes (`workers.py`), `jobs` at a time: a config that fails
+  (does not lower or compile, runs out of resources, gives a wrong answer, hangs past `timeout`,
+  crashes its worker) is a failed trial with the reason in `user_attrs["failure"]`, never a winner,
+  and the study goes on.
+- A config is measured once: a trial whose config another trial completed (or failed with a
+  reason) copies that result (`duplicate_of`); one whose config a trial that started running
+  before it is measuring right now, or may be about to (a running trial that has not written its
+  params yet), waits for it and copies. Whatever process, thread or host runs them, only the first
+  to start of the trials that want one config measures it (across hosts, this takes clocks kept in
+  step, e.g. by NTP: trials are ordered by their start times, then their numbers).
+- SIGINT and SIGTERM stop tuning cleanly: the workers are killed, each running trial is marked
+  failed (`user_attrs["interrupted"]`) and its config queued again (`retry_of`), and `tc.tune`
+  raises `TuningInterrupted` (a KeyboardInterrupt). The same call resumes the study.
+- The study lives in an optuna storage (SQLite by default, any SQLAlchemy URL; `storage.py` refuses
+  what is not one before anything writes to it): several workers can share it, and a study
+  interrupted at any point resumes. Heartbeats mark the trials of a killed process failed, and they
+  are retried. Its name is derived from everything that changes a measurement: the schedule's
+  fingerprint, its knobs and their choices, the args, the mix, the shared-memory limit, the device
+  and the tilec/Triton/torch versions, so a changed kernel never reuses stale results.
+- Configs are stored as optuna params (JSON), never pickles. Whatever is read back from a study
+  (params, times, values, reasons) is data: a config is used only if it is one of the knobs'
+  choices, times only if they are finite numbers for the mix's shapes; nothing is evaluated.
 """
 
 from __future__ import annotations
 
+import contextlib
+import datetime
 import hashlib
 import json
 import math
+import os
+import signal
+import threading
 import time
+import warnings
 from pathlib import Path
 
 import optuna
@@ -28,56 +48,122 @@ import torch
 
 import tilec
 from tilec.errors import ArgumentError
+from tilec.poly.footprint import SHARED_LIMIT
 from tilec.runtime import triton_compat
 from tilec.runtime.kernel import Kernel
 from tilec.tune.cost import weighted_estimate
-from tilec.tune.measure import CandidateFailure, Measurer
+from tilec.tune.measure import CandidateFailure, random_inputs
 from tilec.tune.mix import ShapeMix
 from tilec.tune.plans import describe, options
 from tilec.tune.space import SearchSpace
+from tilec.tune.storage import check_storage, default_storage, make_storage
+from tilec.tune.workers import Interrupted, Job, make_pool
+
+__all__ = ["FINISHED", "TuningInterrupted", "Tuned", "default_storage", "make_storage", "study_key", "tune"]
 
 FINISHED = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED, optuna.trial.TrialState.FAIL)
+KEY_SCHEMA = 2            # bump when what goes into study names changes
+CHOOSING_LIMIT = 30.0     # seconds a running trial may take to write its params before others stop waiting
+DEFAULT_TIMEOUT = 300.0   # seconds to compile, check and time one config on every shape
 
 
-def default_storage() -> str:
-    import os
-    d = Path(os.environ.get("TILEC_CACHE_DIR", Path.home() / ".cache" / "tilec"))
-    d.mkdir(parents=True, exist_ok=True)
-    return f"sqlite:///{d / 'tuning.db'}"
+class TuningInterrupted(KeyboardInterrupt):
+    """`tc.tune` was stopped by SIGINT or SIGTERM (`.signal` says which). Finished trials are stored,
+    the interrupted ones are failed and queued again: the same call resumes the study."""
+
+    def __init__(self, why: str):
+        super().__init__(why)
+        self.signal = why
+
+
+class _Grid(optuna.samplers.GridSampler):
+    """optuna's grid sampler, minus a crash: in optuna 5.0 its after_trial raises KeyError('grid_id')
+    when an enqueued trial (a seed, a retry, a requeued config: none has a grid id) ends while one
+    grid point is left unvisited."""
+
+    def after_trial(self, study, trial, state, values) -> None:
+        try:
+            super().after_trial(study, trial, state, values)
+        except KeyError:
+            pass
+
+
+class _Stopped(Exception):
+    """Inside the objective: this trial was interrupted (it is failed, and its config queued again)."""
 
 
 def _device_name() -> str:
     return torch.cuda.get_device_name() if triton_compat.target() == "cuda" else "triton-interpreter"
 
 
-def study_key(sched, mix: ShapeMix, args) -> str:
-    import triton  # noqa: F401 - its version is part of the key
-    shapes = sorted((ShapeMix.key(s), repr(w)) for s, w in mix)  # order-free, exact weights
-    parts = [sched.fingerprint(), json.dumps(shapes), ",".join(a.name for a in args), _device_name(),
-             tilec.__version__, triton_compat.triton().__version__]
-    return "tilec-" + hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+def default_jobs() -> int:
+    """Measuring processes by default: half the host's cores, at most 4 (compiles run in parallel)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 1
+    return min(4, max(1, cores // 2))
 
 
-def make_storage(url: str, heartbeat: int = 2):
-    """An optuna RDB storage with heartbeats: the trial of a worker that died is marked failed after
-    3 missed beats and retried once by whoever runs next."""
-    if url.startswith(("sqlite", "postgresql", "mysql")):
-        import warnings
+def study_key(sched, mix: ShapeMix, args, shared_limit: int = SHARED_LIMIT) -> str:
+    """The default study name: a hash of everything that changes what a measurement gives (the
+    module docstring lists it; the reference is the one input it cannot see)."""
+    desc = {
+        "schema": KEY_SCHEMA,
+        "schedule": sched.fingerprint(),
+        "knobs": {n: list(k.choices) for n, k in sched.knobs.items()},
+        "mix": sorted([ShapeMix.key(s), repr(w)] for s, w in mix),  # order-free, exact weights
+        "args": [[a.name, str(a.dtype), [repr(e) for e in a.shape], bool(a.is_placeholder)] for a in args],
+        "shared_limit": shared_limit,
+        "device": _device_name(),
+        "versions": [tilec.__version__, triton_compat.triton().__version__, torch.__version__],
+    }
+    return "tilec-" + hashlib.sha256(json.dumps(desc, sort_keys=True).encode()).hexdigest()[:16]
 
-        import sqlalchemy.exc
-        for attempt in range(5):  # workers starting together race to create the tables: the loser retries
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")  # heartbeats are "experimental" in optuna 5 (since 2.8)
-                    return optuna.storages.RDBStorage(
-                        url, heartbeat_interval=heartbeat, grace_period=3 * heartbeat,
-                        heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=1),
-                        engine_kwargs={"pool_pre_ping": True})
-            except sqlalchemy.exc.SQLAlchemyError:
-                if attempt == 4:
-                    raise
-                time.sleep(0.2 * (attempt + 1))
-    return url
+
+# -- what is read back from a study is data, checked before use ----------------------------------
+
+def _valid_config(params, knobs: dict) -> bool:
+    """A config of this schedule: exactly its knobs, each value one of the knob's choices."""
+    return (isinstance(params, dict) and set(params) == set(knobs)
+            and all(type(params[n]) is int and params[n] in knobs[n] for n in knobs))
+
+
+def _valid_times(times, keys) -> bool:
+    """Per-shape seconds for every shape of the mix: finite, non-negative numbers."""
+    return (isinstance(times, dict) and all(k in times for k in keys)
+            and all(type(times[k]) in (int, float) and math.isfinite(times[k]) and times[k] >= 0 for k in keys))
+
+
+def _seconds(value) -> float:
+    return float(value) if type(value) in (int, float) and math.isfinite(value) and value >= 0 else 0.0
+
+
+def _results(study) -> int:
+    """Finished trials with a result: complete, pruned, or failed with a reason. A trial that was
+    interrupted, or whose process died, has none (its config is queued again): it does not count
+    towards `trials`."""
+    return sum(1 for t in study.get_trials(deepcopy=False, states=FINISHED)
+               if t.state != optuna.trial.TrialState.FAIL or isinstance(t.user_attrs.get("failure"), str))
+
+
+def _check_study(study, name: str, knobs: dict) -> None:
+    """Refuse a study whose trials searched another space (a stale or foreign study under this name):
+    optuna would fail on the first suggestion, after the workers started."""
+    if len(study.directions) != 1 or study.direction != optuna.study.StudyDirection.MINIMIZE:
+        raise ArgumentError(f"tune: study {name} is not a tilec study (it does not minimize one time); give "
+                            f"another study name, or none")
+    for t in study.get_trials(deepcopy=False):
+        for p, dist in t.distributions.items():
+            if (p in knobs and isinstance(dist, optuna.distributions.CategoricalDistribution)
+                    and list(dist.choices) == knobs[p]):
+                continue
+            had = (f"knob {p!r}, which this schedule does not have" if p not in knobs else
+                   f"{p} in {list(getattr(dist, 'choices', [])) or type(dist).__name__}"[:200])
+            have = ", ".join(f"{k} in {v}" for k, v in knobs.items())
+            raise ArgumentError(f"tune: study {name} holds trials of another search space (trial #{t.number} has "
+                                f"{had}; this schedule has {have}); give another study name, or none (the "
+                                f"default name is derived from the knobs and their choices)")
 
 
 def _config_key(cfg: dict) -> str:
@@ -181,18 +267,32 @@ class Tuned:
 def tune(sched, mix: ShapeMix, trials: int = 64, *, args=None, reference=None, storage: str | None = None,
          expected_calls: float = 1_000_000, timer=None, seed: int = 0, seeds: int = 8,
          study_name: str | None = None, worker: bool = False, shared_limit: int | None = None,
-         heartbeat: int = 2, progress: bool = False) -> Tuned:
+         heartbeat: int = 2, progress: bool = False, jobs: int | None = None,
+         timeout: float = DEFAULT_TIMEOUT, recipe: str | None = None) -> Tuned:
     """Tune `sched`'s knobs for `mix` (see the module docstring); returns a `Tuned`.
 
     `args` defaults to the schedule's inputs then outputs; `reference` (inputs -> outputs, torch)
     checks every candidate on every shape, by default the unscheduled compute built by tilec.
     `worker=True` only adds trials to the shared study (for several processes or hosts);
     `progress=True` shows a progress bar (optuna's, tqdm).
+    `jobs` worker processes measure candidates (default: half the cores, at most 4; `jobs=0`
+    measures in this process, unisolated); `timeout` bounds one candidate's compile, check and
+    timing on every shape, in seconds. `recipe` is a Python file whose make() rebuilds this schedule
+    (and whose reference(), if any, is the reference): on a GPU, workers start from it in fresh
+    processes (`workers.py` explains why), and without it tuning there is not isolated.
+    SIGINT/SIGTERM raise `TuningInterrupted` after failing and requeueing the running trials.
     """
     if not isinstance(mix, ShapeMix):
         raise ArgumentError(f"tune: expected a tc.ShapeMix, got {type(mix).__name__}")
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
         raise ArgumentError(f"tune: trials must be a positive int, got {trials!r}")
+    jobs = default_jobs() if jobs is None else jobs
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 0:
+        raise ArgumentError(f"tune: jobs must be an int >= 0 (0: measure in this process), got {jobs!r}")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf:
+        raise ArgumentError(f"tune: timeout must be a positive number of seconds, got {timeout!r}")
+    if recipe is not None and not Path(recipe).is_file():
+        raise ArgumentError(f"tune: recipe {recipe!r} is not a file; give a Python file defining make()")
     args = list(args) if args is not None else sched.placeholders + list(sched.outputs)
     from tilec.ir.expr import SizeVar, walk
     needed = sorted({n.name for t in args for e in t.shape for n in walk(e) if isinstance(n, SizeVar)})
@@ -203,79 +303,209 @@ def tune(sched, mix: ShapeMix, trials: int = 64, *, args=None, reference=None, s
                                 f"every shape needs {', '.join(needed)} (put common ones in fixed=)")
     if reference is None:
         from tilec.schedule.schedule import create_schedule
-        ref_kernel = Kernel(create_schedule(list(sched.outputs)), args)
-        reference = ref_kernel
+        reference = Kernel(create_schedule(list(sched.outputs)), args)
     space = SearchSpace(sched, mix) if shared_limit is None else SearchSpace(sched, mix, shared_limit)
-    measurer = Measurer(sched, args, mix, reference, timer=timer)
-    name = study_name or study_key(sched, mix, args)
-    store = make_storage(storage or default_storage(), heartbeat)
+    name = study_name or study_key(sched, mix, args, space.shared_limit)
+    url = storage or default_storage()
+    check_storage(url)  # refuse what is not a storage before starting anything
     grid = space.size <= trials
-    sampler = (optuna.samplers.GridSampler(space.knobs, seed=seed) if grid else
+    sampler = (_Grid(space.knobs, seed=seed) if grid else
                optuna.samplers.TPESampler(multivariate=True, seed=seed, n_startup_trials=max(4, min(10, trials // 4)),
                                           constant_liar=True))
     optuna.logging.set_verbosity(optuna.logging.ERROR)  # failures are recorded on the trials
-    study = optuna.create_study(study_name=name, storage=store, sampler=sampler, direction="minimize",
-                                load_if_exists=True)
-    started = time.perf_counter()
-    # The first process to arrive seeds the study. Not a worker on SQLite: SQLite has no row locks, so
-    # two workers could both claim one enqueued trial (optuna then fails with "Cannot tell a
-    # COMPLETE trial"); a PostgreSQL fleet of workers seeds itself.
-    sqlite = (storage or default_storage()).startswith("sqlite")
-    if not study.trials and not (worker and sqlite):
-        ranked = sorted((c for c in space.configs() if space.feasible(c).ok),
-                        key=lambda c: weighted_estimate(sched, c, mix))
-        for cfg in ranked[: min(seeds, trials)]:
-            study.enqueue_trial(cfg, user_attrs={"seed": "cost model"}, skip_if_exists=True)
+    keys = [ShapeMix.key(s) for s, _ in mix]
+    job = Job(sched, args, mix, reference, timer, exclusive=triton_compat.target() == "cuda")
+    pool = make_pool(job, jobs, timeout, recipe)  # (forked before this process opens the storage)
+    study = None
+
+    def open_study():
+        store = make_storage(url, heartbeat)
+        try:  # exactly one process creates a study (its name is unique in the storage)
+            study = optuna.create_study(study_name=name, storage=store, sampler=sampler, direction="minimize")
+            created = True
+        except optuna.exceptions.DuplicatedStudyError:
+            study = optuna.load_study(study_name=name, storage=store, sampler=sampler)
+            created = False
+        _check_study(study, name, space.knobs)
+        # The process that creates the study seeds it (and a coordinating process seeds an empty one).
+        # Not a worker on SQLite: leave seeding to the coordinating process there.
+        if (created or not worker) and not study.trials and not (worker and url.startswith("sqlite")):
+            ranked = sorted((c for c in space.configs() if space.feasible(c).ok),
+                            key=lambda c: weighted_estimate(sched, c, mix))
+            for cfg in ranked[: min(seeds, trials)]:
+                study.enqueue_trial(cfg, user_attrs={"seed": "cost model"}, skip_if_exists=True)
+        return study
+
+    def intended(t) -> dict | None:
+        """The config a running trial measures: its params once written, else its enqueued ones."""
+        if all(n in t.params for n in space.knobs):
+            return {n: t.params[n] for n in space.knobs}
+        fixed = t.system_attrs.get("fixed_params")
+        if isinstance(fixed, dict) and all(n in fixed for n in space.knobs):
+            return {n: fixed[n] for n in space.knobs}
+        return None
+
+    def ticket(t) -> tuple:
+        """The order in which running trials claim configs: when each started running (a trial popped
+        from the queue starts when it is popped, not when it was enqueued), then its number."""
+        return (t.datetime_start or datetime.datetime.max, t.number)
+
+    def settle(trial, cfg):
+        """A finished trial of `cfg` to copy; None when this trial is the one to measure it. Waits while
+        a running trial that started before this one measures `cfg`, or has not written yet what it
+        measures."""
+        mine = ticket(study._storage.get_trial(trial._trial_id))
+        beat = time.monotonic()
+        while True:
+            if pool.stopping:
+                raise Interrupted(pool.stopping)
+            wait = False
+            for t in study.get_trials(deepcopy=False):
+                if t.number == trial.number or (t.state != optuna.trial.TrialState.RUNNING and t.params != cfg):
+                    continue
+                if (t.state == optuna.trial.TrialState.COMPLETE and _valid_times(t.user_attrs.get("times"), keys)
+                        and t.value is not None and math.isfinite(t.value)):
+                    return t
+                if t.state == optuna.trial.TrialState.FAIL and isinstance(t.user_attrs.get("failure"), str):
+                    return t
+                if t.state == optuna.trial.TrialState.RUNNING and ticket(t) < mine:
+                    want = intended(t)
+                    started_at = t.datetime_start or datetime.datetime.now()
+                    if want == cfg or (want is None and
+                                       (datetime.datetime.now() - started_at).total_seconds() < CHOOSING_LIMIT):
+                        wait = True
+            if not wait:
+                return None
+            time.sleep(0.2)
+            if time.monotonic() - beat > heartbeat:  # an owner that died: its heartbeat goes stale
+                beat = time.monotonic()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    optuna.storages.fail_stale_trials(study)
+
+    def requeue(trial, cfg, why: str) -> None:
+        trial.set_user_attr("interrupted", why)
+        params = cfg if _valid_config(cfg, space.knobs) else None
+        if params is None:
+            fixed = study._storage.get_trial_system_attrs(trial._trial_id).get("fixed_params")
+            params = fixed if _valid_config(fixed, space.knobs) else None
+        if params is not None:
+            attrs = {"retry_of": trial.number}
+            if isinstance(trial.user_attrs.get("seed"), str):
+                attrs["seed"] = trial.user_attrs["seed"]
+            study.enqueue_trial(params, user_attrs=attrs)
 
     def objective(trial):
-        cfg = {n: trial.suggest_categorical(n, choices) for n, choices in space.knobs.items()}
-        for t in study.get_trials(deepcopy=False, states=FINISHED):
-            if t.number != trial.number and t.params == cfg:
-                if t.state == optuna.trial.TrialState.COMPLETE:
-                    trial.set_user_attr("duplicate_of", t.number)
-                    trial.set_user_attr("times", t.user_attrs.get("times", {}))
-                    return t.value
-                if "failure" in t.user_attrs:
-                    trial.set_user_attr("failure", t.user_attrs["failure"])
-                    trial.set_user_attr("duplicate_of", t.number)
-                    raise CandidateFailure(t.user_attrs["failure"])
-        feas = space.feasible(cfg)
-        if not feas.ok:
-            trial.set_user_attr("pruned", feas.reason)
-            raise optuna.TrialPruned(feas.reason)
-        t0 = time.perf_counter()
+        cfg = None
         try:
-            times = measurer.measure(cfg)
+            if pool.stopping:
+                raise Interrupted(pool.stopping)
+            try:
+                cfg = {n: trial.suggest_categorical(n, choices) for n, choices in space.knobs.items()}
+            except ValueError as e:  # an enqueued config (from the study) that is none of the choices
+                raise CandidateFailure(f"not a config of this schedule: {str(e)[:300]}") from None
+            if not _valid_config(cfg, space.knobs):
+                raise CandidateFailure(f"not a config of this schedule: {cfg!r}"[:400])
+            done = settle(trial, cfg)
+            if done is not None:
+                first = done.user_attrs.get("duplicate_of")  # point at the trial that measured it
+                trial.set_user_attr("duplicate_of", first if type(first) is int else done.number)
+                if done.state == optuna.trial.TrialState.COMPLETE:
+                    trial.set_user_attr("times", {k: done.user_attrs["times"][k] for k in keys})
+                    return done.value
+                raise CandidateFailure(done.user_attrs["failure"][:2000])
+            feas = space.feasible(cfg)
+            if not feas.ok:
+                trial.set_user_attr("pruned", feas.reason)
+                raise optuna.TrialPruned(feas.reason)
+            t0 = time.perf_counter()
+            times = pool.measure(cfg)
+            if not _valid_times(times, keys):
+                raise CandidateFailure(f"its worker returned no time for every shape: {times!r}"[:400])
+            times = {k: float(times[k]) for k in keys}
+            trial.set_user_attr("times", times)
+            trial.set_user_attr("measure_s", time.perf_counter() - t0)
+            return sum(w * times[ShapeMix.key(s)] for s, w in mix)
         except CandidateFailure as e:
             trial.set_user_attr("failure", str(e))
             raise
-        trial.set_user_attr("times", times)
-        trial.set_user_attr("measure_s", time.perf_counter() - t0)
-        return sum(w * times[ShapeMix.key(s)] for s, w in mix)
+        except optuna.TrialPruned:
+            raise
+        except (Interrupted, KeyboardInterrupt):
+            requeue(trial, cfg, pool.stopping or "SIGINT")
+            raise _Stopped(pool.stopping or "SIGINT") from None
+        except Exception as e:  # not the candidate's doing (a worker that cannot start, ...): queued again
+            requeue(trial, cfg, f"{type(e).__name__}: {str(e)[:200]}")
+            raise
 
-    done = len([t for t in study.get_trials(deepcopy=False, states=FINISHED)])
-    if done < trials:
-        study.optimize(objective, n_trials=trials - done, catch=(CandidateFailure,), show_progress_bar=progress,
-                       callbacks=[optuna.study.MaxTrialsCallback(trials, states=FINISHED)])
-    elapsed = time.perf_counter() - started
-    total_s = float(study.user_attrs.get("tuning_seconds", 0.0)) + elapsed
-    study.set_user_attr("tuning_seconds", total_s)
+    def stop_when_told(study_, frozen) -> None:
+        if pool.stopping or _results(study_) >= trials:
+            study_.stop()
+
+    interrupted = None
+    started = time.perf_counter()
+    try:
+        with _signals(pool):
+            pool.start()
+            study = open_study()
+            done = _results(study)
+            if done < trials and not pool.stopping:
+                study.optimize(objective, n_trials=trials - done, n_jobs=max(1, jobs if pool.isolated else 1),
+                               catch=(CandidateFailure, _Stopped), show_progress_bar=progress,
+                               callbacks=[stop_when_told])
+    except (Interrupted, KeyboardInterrupt):
+        interrupted = pool.stopping or "SIGINT"
+    finally:
+        pool.close()
+        if study is not None:
+            total_s = _seconds(study.user_attrs.get("tuning_seconds", 0.0)) + time.perf_counter() - started
+            study.set_user_attr("tuning_seconds", total_s)
+    interrupted = interrupted or pool.stopping
+    if interrupted:
+        raise TuningInterrupted(interrupted)
     if worker:
         return None
-    return _choose(sched, args, mix, study, expected_calls, total_s, measurer)
+    return _choose(sched, args, mix, study, expected_calls, total_s, space.knobs)
 
 
-def _choose(sched, args, mix, study, calls, tuning_s, measurer) -> Tuned:
+@contextlib.contextmanager
+def _signals(pool):
+    """SIGINT/SIGTERM: the first stops tuning cleanly (the pool kills its workers, the trials they
+    measured fail and are queued again); a second one raises KeyboardInterrupt at once. Measuring in
+    this process (no isolation), the first raises it at once too."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        first = pool.stopping is None
+        pool.interrupt(signal.Signals(signum).name)
+        if not first or not pool.isolated:
+            raise KeyboardInterrupt
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _choose(sched, args, mix, study, calls, tuning_s, knobs) -> Tuned:
+    keys = [ShapeMix.key(s) for s, _ in mix]
     table = {}
     for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)):
-        if "times" in t.user_attrs:
-            table[_config_key(t.params)] = (dict(t.params), t.user_attrs["times"])
+        if _valid_config(t.params, knobs) and _valid_times(t.user_attrs.get("times"), keys):
+            table[_config_key(t.params)] = (dict(t.params), {k: float(t.user_attrs["times"][k]) for k in keys})
     if not table:
-        reasons = {t.user_attrs.get("failure") or t.user_attrs.get("pruned") for t in study.trials}
-        raise ArgumentError(f"tune: no config completed; reasons: {sorted(r for r in reasons if r)[:5]}")
+        reasons = {r for t in study.trials for r in (t.user_attrs.get("failure"), t.user_attrs.get("pruned"))
+                   if isinstance(r, str)}
+        raise ArgumentError(f"tune: no config completed; reasons: {sorted(reasons)[:5]}")
     # the price of one more kernel in a plan: lowering plus Triton's compile (at the first call),
     # measured on a specialization, which is what the per-shape and bucket plans build
-    shape, xs, _ = measurer.cases[0]
+    shape = mix.shapes[0]
+    device = "cuda" if triton_compat.target() == "cuda" else "cpu"
+    xs = random_inputs(sched, [t for t in args if t.is_placeholder], shape, device, seed=0)
     t0 = time.perf_counter()
     Kernel(sched, args, next(iter(table.values()))[0], specialize=dict(shape))(*xs)
     compile_s = time.perf_counter() - t0
