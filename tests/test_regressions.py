@@ -251,3 +251,32 @@ def test_cache_read_of_an_inlined_stage_is_refused():
     s.cache_read(P, "shared", readers=[s[Y]]).compute_at(s[Y], jo)
     with pytest.raises(tc.LoweringError, match="P_shared caches P, which is inlined"):
         tc.build(s, [X, Y])
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float8_e4m3fn", "float16"])
+def test_int_to_narrow_float_goes_through_float32(dtype):
+    """A count of comparisons stored as bfloat16 came back as 9e-41 (the interpreter bit-casts
+    int -> bfloat16) and int -> float8 failed inside Triton (fuzzer seed 60718). torch converts
+    through float32, and so does the kernel now."""
+    M, N = tc.size_vars("M N")
+    X = tc.placeholder((M, N), "float32", name="X")
+    k = tc.reduce_axis(N, name="k")
+    R = tc.compute((M,), lambda i: tc.sum(X[i, k] <= 0.5, axis=k), name="R", dtype=dtype)
+    Q = tc.compute((M,), lambda i: (X[i, 0] * 3.0).astype("int32").astype(dtype), name="Q")
+    x = torch.randn(3, 13)  # counts and ints up to 16: exact in float8 (the interpreter rounds it wrongly)
+    r, q = tc.build(tc.create_schedule([R, Q]), [X, R, Q])(x)
+    torch.testing.assert_close(r.float(), (x <= 0.5).sum(1).to(getattr(torch, dtype)).float())
+    torch.testing.assert_close(q.float(), (x[:, 0] * 3).int().to(getattr(torch, dtype)).float())
+
+
+def test_reduction_of_a_constant_over_two_axes():
+    """tc.sum(2.0, axis=[k, k1]) emitted tl.broadcast_to(2.0, ...), which Triton refuses for a Python
+    number (fuzzer seed 60154)."""
+    M, N, K = tc.size_vars("M N K")
+    X = tc.placeholder((M, N, K), "float32", name="X")
+    k, k1 = tc.reduce_axis(N, name="k"), tc.reduce_axis(K, name="k1")
+    R = tc.compute((M,), lambda i: tc.sum(2.0, axis=[k, k1]), name="R")
+    B = tc.compute((M,), lambda i: tc.max(True, axis=[k]), name="B", dtype="bool")
+    r, b = tc.build(tc.create_schedule([R, B]), [X, R, B])(torch.randn(3, 5, 70))
+    torch.testing.assert_close(r, torch.full((3,), 700.0))
+    assert b.dtype == torch.bool and bool(b.all())

@@ -98,6 +98,14 @@ def _nonnegative(e: Expr) -> bool:
     return True
 
 
+def _via_float32(code: str, src: str, dst: str) -> str:
+    """An int or bool going to bfloat16 or float8 goes through float32, as torch converts it (Triton's
+    interpreter bit-casts int -> bfloat16 and refuses int -> float8)."""
+    if not dtypes.is_float(src) and dst in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        return f"{_paren(code)}.to(tl.float32)"
+    return code
+
+
 def _may_overrun(st: Stage, axis: IterVar, config: dict) -> bool:
     """Whether the value that `axis` (split or fused further) is rebuilt from may reach its extent:
     a split by a factor that does not divide it makes the last tile run past it."""
@@ -207,8 +215,11 @@ class KernelBuilder:
             code = f"{_paren(code)}[{', '.join(':' if d in order else 'None' for d in target)}]"
         if full and order != target:
             shape = ", ".join(self.dim_extent[d] for d in target)
-            code = f"tl.broadcast_to({code}, ({shape},))" if len(target) == 1 else \
-                f"tl.broadcast_to({code}, ({shape}))"
+            shape = f"({shape},)" if len(target) == 1 else f"({shape})"
+            if not dims:  # a scalar (maybe a Python number, which tl.broadcast_to does not take)
+                tn = dtypes.triton_name(v.dtype) if v.dtype in dtypes.DTYPES else "tl.float32"
+                return f"(tl.zeros({shape}, {tn}) {'|' if v.dtype == 'bool' else '+'} {_paren(code)})"
+            code = f"tl.broadcast_to({code}, {shape})"
         return code
 
     def combine(self, fmt: str, vals: list[Val], dtype: str, order: tuple[str, ...] | None = None) -> Val:
@@ -255,7 +266,8 @@ class KernelBuilder:
             tn = dtypes.triton_name(e.dtype)
             if dtypes.is_float(e.dtype) and dtypes.compute_dtype(e.dtype) != e.dtype:
                 c = dtypes.triton_name(dtypes.compute_dtype(e.dtype))
-                return Val(f"{_paren(v.code)}.to({tn}).to({c})", v.dims, dtypes.compute_dtype(e.dtype))
+                return Val(f"{_paren(_via_float32(v.code, v.dtype, e.dtype))}.to({tn}).to({c})", v.dims,
+                           dtypes.compute_dtype(e.dtype))
             return Val(f"tl.cast({v.code}, {tn})", v.dims, e.dtype)
         if isinstance(e, Unary):
             v = self.emit(e.a, st, loads)
@@ -736,7 +748,7 @@ class KernelBuilder:
         self._check_tile_numel(x, v.dims)
         tn = dtypes.triton_name(t.dtype)
         name = self.fresh(f"{t.name}_val")
-        code = v.code if v.dtype == t.dtype else f"{_paren(v.code)}.to({tn})"
+        code = v.code if v.dtype == t.dtype else f"{_paren(_via_float32(v.code, v.dtype, t.dtype))}.to({tn})"
         out.append(Stmt(f"{name} = {code}", None if x.tensor.is_reduction else f"{name} = {t.body!r}"))
         val = Val(name, v.dims, t.dtype)
         env = self.env[x.name]
