@@ -280,3 +280,26 @@ def test_reduction_of_a_constant_over_two_axes():
     r, b = tc.build(tc.create_schedule([R, B]), [X, R, B])(torch.randn(3, 5, 70))
     torch.testing.assert_close(r, torch.full((3,), 700.0))
     assert b.dtype == torch.bool and bool(b.all())
+
+
+def test_sum_of_a_comparison_with_no_tile_dimension():
+    """`acc_D = acc_D + v_tile == 0.0`: the body of a reduction with no tile dimension was not
+    parenthesized, so the comparison took the sum as its left side (fuzzer seeds 6320, 12022)."""
+    V = tc.placeholder((7,), "float32", name="V")
+    k = tc.reduce_axis(7, name="k")
+    D = tc.compute((1,), lambda i: tc.sum(V[k].eq(0.0), axis=k), name="D")
+    s = tc.create_schedule([D])
+    s[D].reorder(*D.axis, k)
+    v = torch.tensor([0.0, 1, 0, 2, 5, 0, 3])
+    assert tc.build(s, [V, D])(v).tolist() == [3]
+
+
+def test_python_bool_on_the_left_of_and_or():
+    """`True & (X[i] > 0)` raised a plain TypeError: Expr had no __rand__/__ror__ (fuzzer)."""
+    (N,) = tc.size_vars("N")
+    X = tc.placeholder((N,), "float32", name="X")
+    A = tc.compute((N,), lambda i: True & (X[i] > 0.0), name="A")
+    B = tc.compute((N,), lambda i: False | (X[i] < 0.0), name="B")
+    x = torch.randn(9)
+    a, b = tc.build(tc.create_schedule([A, B]), [X, A, B])(x)
+    assert torch.equal(a, x > 0) and torch.equal(b, x < 0)

@@ -685,7 +685,7 @@ class KernelBuilder:
             combine = {"sum": f"{name} + {{}}", "max": f"tl.maximum({name}, {{}}{prop})",
                        "min": f"tl.minimum({name}, {{}}{prop})"}[red.op]
             part = Val(body, sdims, acc_dtype)
-            out.append(Stmt(f"{name} = {combine.format(self.expand(part, sdims, full=True))}",
+            out.append(Stmt(f"{name} = {combine.format(_paren(self.expand(part, sdims, full=True)))}",
                             f"{name}[{', '.join(sdims)}] " + (f"+= {red.body!r}" if red.op == "sum" else
                                                                f"= {red.op}({name}, {red.body!r})")
                             + f"  over tile [{', '.join(rdims)}]"))
