@@ -1,0 +1,1091 @@
+"""The fuzzer's case generator: one (compute, schedule, config, inputs) case per seed.
+
+`generate(seed)` draws everything from `random.Random(seed)`, so a seed number is the whole case. Every
+statement is built as Python text and executed at once in the case's namespace, so the text is exactly
+what ran and the next choice can look at the live schedule (its leaves, knobs, stages); `Case.script()`
+is then a standalone reproduction script (run it from the repository root).
+
+Computes (families): elementwise chains with broadcasts and shifted reads (`P[i - 1]`, `N - 1 - j`, a
+constant index: out of range they read 0, as docs/schedule.md says), bool and int arithmetic
+(comparisons, `&`, `|`, `~`, `b + 1`, `//`, `%`), float16 / bfloat16 / float32 values and rounding points
+(`astype`, compute dtypes), reductions over one or two axes (sum / max / min), GEMMs with transposed
+operands, multi-stage DAGs (softmax / rmsnorm / layernorm shapes, two consumers of one producer), symbolic
+and constant sizes (also 1 and sizes that divide no tile), `tc.assume` facts and `specialize`.
+
+Schedules: random sequences of every primitive with random arguments (ints and knobs, powers of two or
+not, larger than the extent), mixed with "sensible" moves (tile + reorder + bind, epilogues, prologues,
+caches), so that both refusals and deep legal schedules are exercised. A primitive that raises a
+`tc.TilecError` is refused: it stays in the script as `attempt(lambda: ...)` and generation goes on. Any
+other exception stops the case as an internal error, at that statement.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import tilec as tc
+from tilec.schedule.schedule import Split
+
+SIZE_NAMES = ("M", "N", "K", "L")
+FLOAT_DTYPES = ("float32", "float16", "bfloat16")
+KNOB_NAMES = ("BA", "BB", "BC", "BD")
+MAX_GRID = 6000        # elements of the largest index grid of a compute (spatial x reduce)
+MAX_TENSOR = 2500      # elements of a tensor
+
+
+@dataclass
+class Line:
+    """One schedule statement: `code` as it ran, `kind` "ok" | "refused" | "internal"."""
+
+    code: str
+    kind: str = "ok"
+
+    def text(self) -> str:
+        if self.kind == "refused":
+            return f"attempt(lambda: {self.code})"
+        return self.code
+
+
+@dataclass
+class Case:
+    seed: int
+    family: str = ""
+    sizes: dict = field(default_factory=dict)      # name -> value
+    symbolic: dict = field(default_factory=dict)   # name -> bool
+    facts: dict = field(default_factory=dict)      # name -> divisor (tc.assume(S % d == 0))
+    compute: list = field(default_factory=list)    # statements: placeholders, computes, create_schedule
+    sched: list = field(default_factory=list)      # Line
+    config: dict = field(default_factory=dict)
+    args: list = field(default_factory=list)       # names for tc.build
+    inputs: dict = field(default_factory=dict)     # placeholder name -> input spec (oracle.make_input)
+    specialize: list = field(default_factory=list)  # size names baked in with specialize=
+    error: str | None = None                       # the traceback of an internal error while generating
+    error_line: str | None = None
+
+    def copy(self) -> Case:
+        return Case(self.seed, self.family, dict(self.sizes), dict(self.symbolic), dict(self.facts),
+                    list(self.compute), [Line(x.code, x.kind) for x in self.sched], dict(self.config),
+                    list(self.args), {k: dict(v) for k, v in self.inputs.items()}, list(self.specialize),
+                    self.error, self.error_line)
+
+    # -- text -------------------------------------------------------------------------------------
+    def size_lines(self) -> list[str]:
+        lines = [f"SIZES = {self.sizes!r}"]
+        sym = [n for n in self.sizes if self.symbolic.get(n)]
+        if sym:
+            lines.append(f"{', '.join(sym)}{',' if len(sym) == 1 else ''} = tc.size_vars({' '.join(sym)!r})")
+        for n in self.sizes:
+            if not self.symbolic.get(n):
+                lines.append(f"{n} = SIZES[{n!r}]")
+        for n, d in self.facts.items():
+            if self.symbolic.get(n):
+                lines.append(f"tc.assume({n} % {d} == 0)")
+        return lines
+
+    def tail_lines(self) -> list[str]:
+        spec = "{" + ", ".join(f"{n!r}: SIZES[{n!r}]" for n in self.specialize) + "}" if self.specialize else "None"
+        return [
+            f"config = {self.config!r}",
+            f"CASE = dict(sched=s, args=[{', '.join(self.args)}], config=config, sizes=SIZES,",
+            f"            inputs={self.inputs!r},",
+            f"            seed={self.seed}, specialize={spec})",
+        ]
+
+    def body(self, upto: int | None = None) -> str:
+        """The statements of the case (sizes, compute, schedule, config, CASE), as one text."""
+        sched = self.sched if upto is None else self.sched[:upto]
+        lines = self.size_lines() + self.compute + [x.text() for x in sched]
+        if upto is None and self.error is None:
+            lines += self.tail_lines()
+        return "\n".join(lines) + "\n"
+
+    def script(self, note: str = "", pending: str | None = None) -> str:
+        """A standalone reproduction script: run it from the repository root. With `pending`, the script
+        of a case cut short just before that statement (it ends with the statement)."""
+        head = [
+            f'"""tilec fuzz case, seed {self.seed} ({self.family}). {note}'.rstrip() + "",
+            "",
+            "Run from the repository root: TRITON_INTERPRET=1 python this_file.py",
+            '"""',
+            "import os",
+            "import sys",
+            "",
+            "sys.path.insert(0, os.getcwd())",
+            "import tilec as tc  # noqa: E402",
+            "from tests.fuzz.oracle import attempt, run_script_case  # noqa: E402,F401",
+            "",
+        ]
+        if pending is not None:
+            return "\n".join(head) + "\n" + self.body(upto=len(self.sched)) + pending + "\n"
+        text = "\n".join(head) + "\n" + self.body()
+        if self.error is None:
+            text += "\nif __name__ == \"__main__\":\n    run_script_case(CASE)\n"
+        return text
+
+
+# ---------------------------------------------------------------------------------------------
+# expressions as text
+
+
+@dataclass
+class E:
+    code: str
+    cat: str          # "f", "i", "b"
+    weak: bool = False
+
+
+def _cat(dtype: str) -> str:
+    return "b" if dtype == "bool" else "i" if dtype.startswith(("int", "uint")) else "f"
+
+
+class _Ctx:
+    """What a compute body may use: its axes (lambda names, size names), the tensors it may read."""
+
+    def __init__(self, axes, sources, p_shift):
+        self.axes = axes            # [(name, size)]
+        self.sources = sources      # [tensor name]
+        self.p_shift = p_shift
+
+
+class Generator:
+    """Builds one case; `progress(text)` (if given) receives the case's text before each statement
+    that could hang, so that a timed-out worker still leaves its reproduction behind."""
+
+    def __init__(self, seed: int, progress: Callable[[str], None] | None = None):
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.case = Case(seed)
+        self.ns: dict = {"tc": tc, "attempt": _attempt}
+        self.progress = progress
+        self.tensors: dict[str, dict] = {}   # name -> dims, dtype, kind, reduce
+        self.axis_var: dict[int, str] = {}
+        self.n_red = 0
+        self.dead = False
+
+    # -- running statements ---------------------------------------------------------------------
+    def run(self, code: str) -> None:
+        exec(compile(code, f"<fuzz case {self.seed}>", "exec"), self.ns)
+
+    def compute_line(self, code: str) -> None:
+        self.case.compute.append(code)
+        self.run(code)
+
+    def sched_line(self, code: str, assign: Callable | None = None):
+        """Run one schedule statement. `code` is an expression; `assign(result)` gives the text of
+        the variables to assign its result to (None: nothing to assign). Returns the result or None."""
+        if self.dead:
+            return None
+        if self.progress:
+            self.progress(self.case.script("cut short at the last statement (it hung or crashed)", pending=code))
+        try:
+            self.ns["_r"] = None
+            self.run(f"_r = {code}")
+        except tc.TilecError:
+            self.case.sched.append(Line(code, "refused"))
+            return None
+        except Exception:
+            self.case.sched.append(Line(code, "internal"))
+            self.case.error = traceback.format_exc()
+            self.case.error_line = code
+            self.dead = True
+            return None
+        result = self.ns.pop("_r")
+        target = assign(result) if assign else None
+        if target:
+            self.case.sched.append(Line(f"{target} = {code}"))
+            self.ns["_last"] = result
+            self.run(f"{target} = _last")
+        else:
+            self.case.sched.append(Line(code))
+        return result
+
+    # -- sizes ----------------------------------------------------------------------------------
+    def pick_size(self) -> int:
+        r = self.rng.random()
+        if r < 0.1:
+            return 1
+        if r < 0.45:
+            return self.rng.randint(2, 8)
+        if r < 0.95:
+            return self.rng.randint(9, 40)
+        return self.rng.randint(41, 70)
+
+    def make_sizes(self, n: int) -> list[str]:
+        names = list(SIZE_NAMES[:n])
+        mode = self.rng.random()
+        for name in names:
+            self.case.sizes[name] = self.pick_size()
+            self.case.symbolic[name] = mode < 0.45 or (mode < 0.75 and self.rng.random() < 0.5)
+        for name in names:
+            if self.case.symbolic[name] and self.rng.random() < 0.12:
+                d = self.rng.choice([2, 4, 8, 16])
+                self.case.facts[name] = d
+                self.case.sizes[name] = d * self.rng.randint(1, max(1, 40 // d))
+        return names
+
+    def fit_sizes(self) -> None:
+        """Shrink sizes until every tensor and index grid is small (the interpreter is slow)."""
+        for _ in range(64):
+            worst = 1
+            for t in self.tensors.values():
+                n = math.prod(self.case.sizes[d] for d in t["dims"])
+                grid = n * math.prod(self.case.sizes[d] for d in t.get("red", ()))
+                worst = max(worst, n / MAX_TENSOR, grid / MAX_GRID)
+            if worst <= 1:
+                return
+            name = max(self.case.sizes, key=self.case.sizes.get)
+            d = self.case.facts.get(name, 1)
+            v = max(d, (self.case.sizes[name] * 2 // 3) // d * d)
+            if v == self.case.sizes[name]:
+                v = max(1, v - d) if v > d else v
+                if v == self.case.sizes[name]:
+                    return
+            self.case.sizes[name] = v
+
+    # -- tensors --------------------------------------------------------------------------------
+    def placeholder(self, name: str, dims: list[str], dtype: str) -> str:
+        self.tensors[name] = dict(dims=list(dims), dtype=dtype, kind="input")
+        shape = "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
+        self.compute_line(f"{name} = tc.placeholder({shape}, {dtype!r}, name={name!r})")
+        spec: dict = {}
+        r = self.rng.random()
+        if r < 0.15:
+            spec["layout"] = "t"
+        elif r < 0.25:
+            spec["layout"] = "s"
+        elif r < 0.29:
+            spec["layout"] = "0"
+        cat = _cat(dtype)
+        if cat == "f":
+            if self.rng.random() < 0.2:
+                spec["special"] = self.rng.choice([0.02, 0.05, 0.2])
+                spec["kinds"] = self.rng.choice([["nan"], ["inf", "-inf"], ["nan", "inf", "-inf"], [0.0, "inf"]])
+            if self.rng.random() < 0.15:
+                spec["scale"] = self.rng.choice([0.01, 10.0, 300.0])
+            if self.rng.random() < 0.15:  # all of one sign: identities of max/min and masked lanes show
+                spec["shift"] = self.rng.choice([-4.0, 4.0])
+            if self.rng.random() < 0.35:
+                spec["grid"] = self.rng.choice([1, 4, 16])
+        elif cat == "i":
+            spec["range"] = self.rng.choice([(-5, 6), (0, 4), (-40, 40)])
+        self.case.inputs[name] = spec
+        return name
+
+    def red_axis(self, size: str) -> str:
+        name = "k" if self.n_red == 0 else f"k{self.n_red}"
+        self.n_red += 1
+        self.compute_line(f"{name} = tc.reduce_axis({size}, name={name!r})")
+        return name
+
+    def compute(self, name, dims, body_fn, dtype=None, red=None, red_op="sum", acc=None) -> str:
+        """Define compute `name` over `dims`; `body_fn(ctx_axes)` returns the body E; `red` a list of
+        reduce sizes."""
+        params = ["i", "j", "h"][:len(dims)]
+        axes = list(zip(params, dims))
+        raxes = []
+        for size in red or []:
+            raxes.append((self.red_axis(size), size))
+        body = body_fn(axes + raxes)
+        code = body.code
+        if red:
+            ax = raxes[0][0] if len(raxes) == 1 else "[" + ", ".join(a for a, _ in raxes) + "]"
+            acc_txt = f", acc_dtype={acc!r}" if acc else ""
+            code = f"tc.{red_op}({code}, axis={ax}{acc_txt})"
+        shape = "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
+        dt = f", dtype={dtype!r}" if dtype else ""
+        self.compute_line(f"{name} = tc.compute({shape}, lambda {', '.join(params)}: {code}, name={name!r}{dt})")
+        t = self.ns[name]
+        self.tensors[name] = dict(dims=list(dims), dtype=t.dtype, kind="compute", red=[s for _, s in raxes],
+                                  reduce=bool(red))
+        return name
+
+    # -- reading and expressions ----------------------------------------------------------------
+    def index(self, size: str, axes, p_shift: float) -> str:
+        rng = self.rng
+        cands = [a for a, s in axes if s == size]
+        r = rng.random()
+        if cands and r < 0.9:
+            a = rng.choice(cands)
+            if rng.random() < p_shift:
+                return rng.choice([f"{a} - 1", f"{a} + 1", f"{a} - 2", f"{size} - 1 - {a}", f"{a} // 2",
+                                   f"2 * {a}", f"{a} + 3"])
+            return a
+        if axes and r < 0.95:
+            a, _ = rng.choice(axes)
+            return rng.choice([f"{a} + 1", f"{a} - 1", f"{a} // 2"])
+        return rng.choice(["0", f"{size} - 1", "1"])
+
+    def read(self, name: str, axes, p_shift: float) -> E:
+        t = self.tensors[name]
+        idx = ", ".join(self.index(d, axes, p_shift) for d in t["dims"])
+        return E(f"{name}[{idx}]", _cat(t["dtype"]))
+
+    def const(self, cat: str) -> E:
+        if cat == "f":
+            return E(repr(self.rng.choice([0.5, 2.0, -1.5, 3.0, 0.0, 1e-3, 100.0, -0.25])), "f", True)
+        if cat == "i":
+            return E(repr(self.rng.choice([1, 2, -3, 0, 7, 5])), "i", True)
+        return E(repr(self.rng.choice([True, False])), "b", True)
+
+    def to_cat(self, e: E, cat: str) -> E:
+        """Convert `e` to category `cat` the ways a user would write it."""
+        rng = self.rng
+        if e.cat == cat:
+            return e
+        if e.weak:  # a Python number: take a number of the other kind
+            return self.const(cat)
+        c = e.code
+        if cat == "f":
+            if e.cat == "i":
+                return E(rng.choice([f"{c}.astype('float32')", f"({c} * 0.5)", f"({c} / 2)", f"({c} + 0.25)"]), "f")
+            return E(rng.choice([f"tc.where({c}, 1.5, -0.5)", f"{c}.astype('float32')", f"({c} * 2.0)"]), "f")
+        if cat == "i":
+            if e.cat == "f":
+                return E(rng.choice([f"{c}.astype('int32')", f"({c} > 0.0).astype('int32')",
+                                     f"tc.where({c} > 0.5, 1, -2)"]), "i")
+            return E(rng.choice([f"{c}.astype('int32')", f"({c} + 1)", f"tc.where({c}, 3, -1)", f"({c} * 2)"]), "i")
+        if e.cat == "f":
+            return E(rng.choice([f"({c} > 0.0)", f"({c} <= 0.5)", f"{c}.ne({c})", f"({c} >= -1.0)",
+                                 f"{c}.eq(0.0)"]), "b")
+        return E(rng.choice([f"({c} > 0)", f"({c} % 2).eq(0)", f"{c}.ne(1)", f"({c} <= 2)"]), "b")
+
+    def leaf(self, ctx: _Ctx, cat: str) -> E:
+        rng = self.rng
+        r = rng.random()
+        if ctx.sources and r < 0.7:
+            same = [s for s in ctx.sources if _cat(self.tensors[s]["dtype"]) == cat]
+            src = rng.choice(same) if same and rng.random() < 0.8 else rng.choice(ctx.sources)
+            return self.to_cat(self.read(src, ctx.axes, ctx.p_shift), cat)
+        if r < 0.85 or not ctx.axes:
+            return self.const(cat)
+        a, size = rng.choice(ctx.axes)
+        code = rng.choice([a, size, f"({a} + 1)", f"({size} - {a})"])
+        v = E(code, "i", code == size and not self.case.symbolic.get(size))  # a constant size is an int
+        return self.to_cat(v, cat)
+
+    def unary(self, e: E) -> E:
+        rng, c = self.rng, e.code
+        if e.weak:  # a Python number has no methods; leave it be
+            return e
+        if e.cat == "f":
+            return E(rng.choice([
+                f"(-{c})", f"tc.exp({c})", f"tc.exp(-tc.abs({c}))", f"tc.log(tc.abs({c}) + 1.0)", f"tc.log({c})",
+                f"tc.sqrt(tc.abs({c}))", f"tc.sqrt({c})", f"tc.rsqrt(tc.abs({c}) + 0.5)", f"tc.sigmoid({c})",
+                f"tc.silu({c})", f"tc.tanh({c})", f"tc.abs({c})", f"{c}.astype('float16')",
+                f"{c}.astype('bfloat16')", f"({c} * 2.0)", f"({c} + 1.0)", f"({c} // 0.75)", f"({c} % 2.0)",
+                f"{c}.astype('float32')", f"({c} / 3.0)"]), "f")
+        if e.cat == "i":
+            return E(rng.choice([f"(-{c})", f"tc.abs({c})", f"({c} // 2)", f"({c} % 3)", f"({c} // -2)",
+                                 f"({c} % -3)", f"({c} * 3)", f"({c} + 1)", f"({c} - 4)"]), "i")
+        return E(f"(~{c})", "b")
+
+    def binary(self, ctx: _Ctx, a: E, b: E, cat: str) -> E:
+        rng = self.rng
+        orig_a, orig_b = a, b
+        a, b = self.to_cat(a, cat), self.to_cat(b, cat)
+        weak = a.weak and b.weak
+        if cat == "b":
+            r = rng.random()
+            if r < 0.5:
+                if a.weak:
+                    a, b = b, a
+                return E(f"({a.code} {rng.choice(['&', '|'])} {b.code})", "b", weak)
+            if r < 0.75:  # compare the values a and b came from
+                c2 = rng.choice(["f", "i"])
+                x, y = self.to_cat(orig_a, c2), self.to_cat(orig_b, c2)
+                op = rng.choice(["<", "<=", ">", ">="])
+                if x.weak and y.weak:
+                    return E(f"({x.code} {op} {y.code})", "b", True)
+                if x.weak:
+                    x, y = y, x
+                return E(f"({x.code} {op} {y.code})", "b")
+            return E(f"tc.where({self.leaf(ctx, 'b').code}, {a.code}, {b.code})", "b")
+        r = rng.random()
+        if r < 0.55:
+            op = rng.choice(["+", "-", "*"] if cat == "i" else ["+", "-", "*", "+", "*"])
+            return E(f"({a.code} {op} {b.code})", cat, weak)
+        if r < 0.65 and cat == "f":
+            den = rng.choice([f"(tc.abs({b.code}) + 1.0)", b.code, "3.0", f"(tc.abs({b.code}) + 0.5)"])
+            py_den = den == "3.0" or (den == b.code and b.weak)  # a Python number: tc.abs(...) is not
+            return E(f"({a.code} / {den})", "f", a.weak and py_den)
+        if r < 0.8:
+            return E(f"tc.{rng.choice(['maximum', 'minimum'])}({a.code}, {b.code})", cat, weak)
+        cond = self.to_cat(self.leaf(ctx, rng.choice(["b", "f", "i"])), "b")
+        return E(f"tc.where({cond.code}, {a.code}, {b.code})", cat, weak)
+
+    def expr(self, ctx: _Ctx, cat: str, required: list[E], extra: int) -> E:
+        """A random expression of category `cat` that uses every `required` value once at least."""
+        rng = self.rng
+        parts = list(required) + [self.leaf(ctx, cat) for _ in range(extra)]
+        if not parts:
+            parts = [self.leaf(ctx, cat)]
+        rng.shuffle(parts)
+        parts = [self.unary(p) if rng.random() < 0.3 else p for p in parts]
+        while len(parts) > 1:
+            n = rng.randrange(len(parts) - 1)
+            a, b = parts[n], parts[n + 1]
+            c = self.binary(ctx, a, b, cat if rng.random() < 0.85 else rng.choice(["f", "i", "b"]))
+            if rng.random() < 0.2:
+                c = self.unary(c)
+            parts[n:n + 2] = [c]
+        return self.to_cat(parts[0], cat)
+
+    def dtype_for(self, cat: str) -> str | None:
+        rng = self.rng
+        r = rng.random()
+        if cat == "f":
+            return None if r < 0.35 else rng.choice(FLOAT_DTYPES + ("int32",) if r > 0.97 else FLOAT_DTYPES)
+        if cat == "i":
+            return None if r < 0.5 else rng.choice(["int32", "float32", "float16", "bool"])
+        return None if r < 0.5 else rng.choice(["bool", "int32", "float32"])
+
+    def in_dtype(self, cats="fib") -> str:
+        r = self.rng.random()
+        if "f" in cats and (r < 0.7 or cats == "f"):
+            return self.rng.choice(["float32", "float32", "float16", "bfloat16"])
+        if "i" in cats and (r < 0.85 or "b" not in cats):
+            return "int32" if self.rng.random() < 0.9 else "int64"
+        return "bool"
+
+    # -- families -------------------------------------------------------------------------------
+    def fam_elementwise(self) -> list[str]:
+        rng = self.rng
+        rank = rng.choice([1, 2, 2, 2, 3])
+        names = self.make_sizes(rank)
+        dims = names[:]
+        p_shift = 0.0 if rng.random() < 0.4 else rng.choice([0.1, 0.25, 0.5])
+        X = self.placeholder("X", dims, self.in_dtype())
+        srcs = [X]
+        if rank >= 2 and rng.random() < 0.6:
+            srcs.append(self.placeholder("b", [rng.choice(dims)], self.in_dtype()))
+        if rank >= 2 and rng.random() < 0.25:
+            srcs.append(self.placeholder("U", dims[::-1], self.in_dtype()))
+        prev = None
+        outs = []
+        n_stages = rng.choice([1, 2, 2, 3])
+        for n in range(n_stages):
+            name = ["P", "Q", "Y"][n if n < n_stages - 1 else 2] if n_stages > 1 else "Y"
+            if n == n_stages - 1:
+                name = "Y"
+            cat = rng.choice(["f", "f", "f", "i", "b"])
+            sdims = dims if rng.random() < 0.85 else dims[::-1]
+            used = ([prev] if prev else []) + rng.sample(srcs, k=rng.randint(0 if prev else 1, min(2, len(srcs))))
+
+            def body(axes, used=used, cat=cat):
+                ctx = _Ctx(axes, list(dict.fromkeys(used)), p_shift)
+                req = [self.read(u, axes, p_shift) for u in dict.fromkeys(used)]
+                return self.expr(ctx, cat, req, rng.randint(0, 2))
+            self.compute(name, sdims, body, dtype=self.dtype_for(cat))
+            if prev and rng.random() < 0.15:
+                outs.append(prev)  # a second output: an intermediate stage too
+            prev = name
+        return outs + [prev]
+
+    def fam_reduce(self) -> list[str]:
+        rng = self.rng
+        two = rng.random() < 0.25
+        names = self.make_sizes(3 if two else 2)
+        M, N = names[0], names[1]
+        p_shift = 0.0 if rng.random() < 0.6 else 0.2
+        X = self.placeholder("X", names if two else [M, N], self.in_dtype("fff" if rng.random() < 0.8 else "fib"))
+        srcs = [X]
+        if rng.random() < 0.3:
+            srcs.append(self.placeholder("w", [N], self.in_dtype("f")))
+        prod = None
+        if rng.random() < 0.3:  # an elementwise producer feeding the reduction
+            def pbody(axes):
+                ctx = _Ctx(axes, [X], p_shift)
+                return self.expr(ctx, "f", [self.read(X, axes, 0.0)], rng.randint(0, 1))
+            prod = self.compute("P", names if two else [M, N], pbody, dtype=rng.choice([None, "float16", "float32"]))
+        op = rng.choice(["sum", "sum", "max", "min"])
+        src = prod or X
+        cat = "f" if _cat(self.tensors[src]["dtype"]) == "f" or rng.random() < 0.5 else rng.choice(["i", "b"])
+        red = names[1:] if two else [N]
+        if rng.random() < 0.15 and not two:
+            red_dims, out_dims = [M], [N]   # reduce over the first dimension (a column reduction)
+            red = red_dims
+        else:
+            out_dims = [M]
+
+        def rbody(axes):
+            ctx = _Ctx(axes, srcs if src is X else [src] + srcs[1:], p_shift)
+            r = rng.random()
+            if r < 0.05:  # a body that is a bare comparison, or one that need not read the reduced tensor
+                x = self.to_cat(self.read(src, axes, p_shift), rng.choice(["f", "i"]))
+                return E(f"({x.code} {rng.choice(['>', '<=', '>='])} {self.const(x.cat).code})", "b")
+            if r < 0.08:
+                return self.expr(_Ctx(axes, [], p_shift), cat, [], rng.randint(0, 1))
+            return self.expr(ctx, cat, [self.read(src, axes, p_shift)], rng.randint(0, 1))
+        acc = rng.choice([None, None, None, "float32", "float16"]) if cat == "f" else None
+        R = self.compute("R", out_dims, rbody, dtype=self.dtype_for(cat) if cat != "b" else None, red=red,
+                         red_op=op, acc=acc)
+        outs = [R]
+        if rng.random() < 0.7:
+            full = names if two else [M, N]
+            c_dims = full[:2] if not two else [M, N]
+
+            def ybody(axes):
+                ctx = _Ctx(axes, [X, R] + srcs[1:], p_shift)
+                return self.expr(ctx, "f", [self.read(R, axes, p_shift)], rng.randint(1, 2))
+            Y = self.compute("Y", c_dims, ybody, dtype=self.dtype_for("f"))
+            outs = [Y]
+            if rng.random() < 0.3:
+                outs = [R, Y]
+            if rng.random() < 0.3:  # a second consumer of R
+                def zbody(axes):
+                    ctx = _Ctx(axes, [R, Y], p_shift)
+                    return self.expr(ctx, "f", [self.read(R, axes, 0.0), self.read(Y, axes, 0.0)], 0)
+                outs.append(self.compute("Z", c_dims, zbody))
+                outs.remove(Y) if rng.random() < 0.5 else None
+        return outs
+
+    def fam_gemm(self) -> list[str]:
+        rng = self.rng
+        batched = rng.random() < 0.15
+        names = self.make_sizes(4 if batched else 3)
+        M, N, K = names[:3]
+        Bt = names[3] if batched else None
+        dt = rng.choice(["float32", "float16", "bfloat16", "float32"])
+        dt2 = dt if rng.random() < 0.85 else rng.choice(FLOAT_DTYPES)
+        ta, tb = rng.random() < 0.3, rng.random() < 0.3
+        pre = [Bt] if batched else []
+        A = self.placeholder("A", pre + ([K, M] if ta else [M, K]), dt)
+        W = self.placeholder("W", pre + ([N, K] if tb else [K, N]), dt2)
+        left = A
+        if rng.random() < 0.2:
+            left = self.compute("P", pre + ([K, M] if ta else [M, K]),
+                                lambda axes: self.expr(_Ctx(axes, [A], 0.0), "f", [self.read(A, axes, 0.0)], 0),
+                                dtype=rng.choice([None, dt]))
+        def cbody(axes):
+            names_ = {s: a for a, s in axes}
+            b = [names_[Bt]] if batched else []
+            i, j, k = names_[M], names_[N], names_[K]
+            a_idx = b + ([k, i] if ta else [i, k])
+            w_idx = b + ([j, k] if tb else [k, j])
+            lhs = f"{left}[{', '.join(a_idx)}]"
+            rhs = f"{W}[{', '.join(w_idx)}]"
+            if rng.random() < 0.2:
+                lhs = f"{lhs}.astype('float32')"
+            if rng.random() < 0.2:
+                return E(f"{rhs} * {lhs}", "f")
+            return E(f"{lhs} * {rhs}", "f")
+        cdims = pre + [M, N]
+        if K in cdims:
+            raise AssertionError("size names collide")
+        C = self.compute("C", cdims, cbody, dtype=rng.choice([None, "float32", "float16", "bfloat16"]),
+                         red=[K], acc=rng.choice(["float32", "float32", None]))
+        outs = [C]
+        if rng.random() < 0.6:
+            srcs = [C]
+            if rng.random() < 0.5:
+                srcs.append(self.placeholder("bias", [N], rng.choice(FLOAT_DTYPES)))
+
+            def ybody(axes):
+                ctx = _Ctx(axes, srcs, 0.0)
+                return self.expr(ctx, "f", [self.read(s, axes, 0.0) for s in srcs], rng.randint(0, 1))
+            Y = self.compute("Y", cdims, ybody, dtype=rng.choice([None, dt]))
+            outs = [C, Y] if rng.random() < 0.25 else [Y]
+        return outs
+
+    def fam_norm(self) -> list[str]:
+        rng = self.rng
+        M, N = self.make_sizes(2)
+        dt = rng.choice(["float32", "float16", "bfloat16"])
+        self.placeholder("X", [M, N], dt)
+        kind = rng.choice(["softmax", "rmsnorm", "layernorm", "logsumexp"])
+        mid = rng.choice([None, "float32", dt])
+        if kind == "softmax":
+            k = self.red_axis(N)
+            self.compute_line(f"mx = tc.compute(({M},), lambda r: tc.max(X[r, {k}], axis={k}), name='mx')")
+            k2 = self.red_axis(N)
+            self.compute_line(f"den = tc.compute(({M},), lambda r: tc.sum(tc.exp(X[r, {k2}] - mx[r]), axis={k2}), "
+                              f"name='den'{', dtype=' + repr(mid) if mid else ''})")
+            self.compute_line(f"Y = tc.compute(({M}, {N}), lambda r, c: tc.exp(X[r, c] - mx[r]) / den[r], name='Y', "
+                              f"dtype={dt!r})")
+            reg = [("mx", [M], [N]), ("den", [M], [N]), ("Y", [M, N], [])]
+        elif kind == "logsumexp":
+            k = self.red_axis(N)
+            self.compute_line(f"mx = tc.compute(({M},), lambda r: tc.max(X[r, {k}], axis={k}), name='mx')")
+            k2 = self.red_axis(N)
+            self.compute_line(f"den = tc.compute(({M},), lambda r: tc.sum(tc.exp(X[r, {k2}] - mx[r]), axis={k2}), "
+                              f"name='den')")
+            self.compute_line(f"Y = tc.compute(({M},), lambda r: tc.log(den[r]) + mx[r], name='Y')")
+            reg = [("mx", [M], [N]), ("den", [M], [N]), ("Y", [M], [])]
+        elif kind == "rmsnorm":
+            self.placeholder("w", [N], rng.choice([dt, "float32"]))
+            k = self.red_axis(N)
+            self.compute_line(f"ss = tc.compute(({M},), lambda r: tc.sum(X[r, {k}].astype('float32') * X[r, {k}], "
+                              f"axis={k}), name='ss'{', dtype=' + repr(mid) if mid else ''})")
+            self.compute_line(f"Y = tc.compute(({M}, {N}), lambda r, c: X[r, c] * tc.rsqrt(ss[r] / {N} + 1e-6) * w[c], "
+                              f"name='Y', dtype={dt!r})")
+            reg = [("ss", [M], [N]), ("Y", [M, N], [])]
+        else:
+            k = self.red_axis(N)
+            self.compute_line(f"mean = tc.compute(({M},), lambda r: tc.sum(X[r, {k}], axis={k}) , name='mean')")
+            self.compute_line(f"mu = tc.compute(({M},), lambda r: mean[r] / {N}, name='mu')")
+            k2 = self.red_axis(N)
+            self.compute_line(f"var = tc.compute(({M},), lambda r: tc.sum((X[r, {k2}] - mu[r]) * (X[r, {k2}] - mu[r]), "
+                              f"axis={k2}), name='var')")
+            self.compute_line(f"Y = tc.compute(({M}, {N}), lambda r, c: (X[r, c] - mu[r]) * tc.rsqrt(var[r] / {N} "
+                              f"+ 1e-5), name='Y', dtype={dt!r})")
+            reg = [("mean", [M], [N]), ("mu", [M], []), ("var", [M], [N]), ("Y", [M, N], [])]
+        for name, dims, red in reg:
+            t = self.ns[name]
+            self.tensors[name] = dict(dims=dims, dtype=t.dtype, kind="compute", red=red, reduce=bool(red))
+        outs = ["Y"]
+        if rng.random() < 0.2:
+            outs = [reg[0][0], "Y"]
+        return outs
+
+    def fam_random(self) -> list[str]:
+        """A random DAG: 2-4 stages, each elementwise or a reduction, over earlier tensors."""
+        rng = self.rng
+        names = self.make_sizes(rng.choice([2, 3]))
+        p_shift = 0.0 if rng.random() < 0.5 else 0.2
+        pool = []
+        for n in range(rng.randint(1, 3)):
+            r = rng.randint(1, min(2, len(names)))
+            pool.append(self.placeholder(["X", "U", "V"][n], rng.sample(names, r), self.in_dtype()))
+        made = []
+        for n in range(rng.randint(2, 4)):
+            name = ["C", "D", "E", "F"][n]
+            base = rng.choice(pool + made)
+            dims = list(self.tensors[base]["dims"])
+            reduce = rng.random() < 0.35 and len(dims) >= 1
+            red = []
+            if reduce:
+                red = [dims.pop(rng.randrange(len(dims)))]
+                if not dims:
+                    bound = [s for p in pool for s in self.tensors[p]["dims"]]
+                    dims = [rng.choice([s for s in bound if s not in red] or bound)]
+            elif rng.random() < 0.3 and len(dims) < 3:
+                bound = [s for p in pool for s in self.tensors[p]["dims"]]  # sizes the inputs give
+                dims.append(rng.choice([s for s in bound if s not in dims] or bound))
+            srcs = list(dict.fromkeys([base] + rng.sample(pool + made, k=min(len(pool + made), rng.randint(0, 1)))))
+            cat = rng.choice(["f", "f", "i", "b"])
+
+            def body(axes, srcs=srcs, cat=cat):
+                ctx = _Ctx(axes, srcs, p_shift)
+                return self.expr(ctx, cat, [self.read(s, axes, p_shift) for s in srcs], rng.randint(0, 1))
+            self.compute(name, dims, body, dtype=self.dtype_for(cat), red=red or None,
+                         red_op=rng.choice(["sum", "max", "min"]))
+            made.append(name)
+        readers = {s for n in made for s in self.ns[n].inputs if s.name in made}
+        sinks = [n for n in made if self.ns[n] not in readers]
+        if rng.random() < 0.2:
+            extra = [n for n in made if n not in sinks]
+            if extra:
+                sinks = [rng.choice(extra)] + sinks
+        return sinks
+
+    # -- schedules ------------------------------------------------------------------------------
+    def stage_var(self, st) -> str:
+        return f"s[{st.tensor.name}]" if st.kind == "compute" else st.name
+
+    def av(self, axis) -> str:
+        return self.axis_var[id(axis)]
+
+    def name_axes(self, st, axes) -> str:
+        names = []
+        for a in axes:
+            v = f"{st.tensor.name}_{a.name}"
+            self.axis_var[id(a)] = v
+            names.append(v)
+        return ", ".join(names)
+
+    def factor(self, extent_hint: int = 16):
+        rng = self.rng
+        r = rng.random()
+        if r < 0.55:
+            return str(rng.choice([1, 2, 4, 4, 8, 8, 16, 16, 32, 64]))
+        if r < 0.68:
+            return str(rng.choice([3, 5, 6, 12, 48]))
+        if r < 0.76:
+            return str(rng.choice([128, 256, extent_hint + 1, 1024]))
+        return self.knob([1, 2, 4, 8, 16, 32, 64, 3, 128])
+
+    def knob(self, pool) -> str:
+        rng = self.rng
+        s = self.ns["s"]
+        name = rng.choice(KNOB_NAMES)
+        if name in s.knobs and rng.random() < 0.85:
+            choices = list(s.knobs[name].choices)
+        else:
+            choices = rng.sample(pool, rng.randint(1, 3))
+        return f"tc.knob({name!r}, {choices!r})"
+
+    def compute_stages(self):
+        return list(self.ns["s"].stages.values())
+
+    def inner_axes(self, st) -> set:
+        return {r.inner for r in st.relations if isinstance(r, Split)}
+
+    def extent_hint(self, axis) -> int:
+        try:
+            return int(tc.ir.expr.evaluate(axis.extent, {**self.case.sizes, **self.knob_defaults()}))
+        except Exception:
+            return 16
+
+    def knob_defaults(self) -> dict:
+        return {n: k.default for n, k in self.ns["s"].knobs.items()}
+
+    def do_split(self, st, axis, factor=None):
+        f = factor or self.factor(self.extent_hint(axis))
+        return self.sched_line(f"{self.stage_var(st)}.split({self.av(axis)}, {f})",
+                               lambda r: self.name_axes(st, r))
+
+    def do_tile(self, st, x, y, fx=None, fy=None):
+        fx = fx or self.factor(self.extent_hint(x))
+        fy = fy or self.factor(self.extent_hint(y))
+        return self.sched_line(f"{self.stage_var(st)}.tile({self.av(x)}, {self.av(y)}, {fx}, {fy})",
+                               lambda r: self.name_axes(st, r))
+
+    def do_reorder(self, st, axes):
+        self.sched_line(f"{self.stage_var(st)}.reorder({', '.join(self.av(a) for a in axes)})")
+
+    def do_fuse(self, st, a, b):
+        return self.sched_line(f"{self.stage_var(st)}.fuse({self.av(a)}, {self.av(b)})",
+                               lambda r: self.name_axes(st, [r]))
+
+    def do_bind(self, st, axis, d=0):
+        self.sched_line(f"{self.stage_var(st)}.bind({self.av(axis)}, 'program_id.{d}')")
+
+    def do_compute_at(self, st, target, axis):
+        self.sched_line(f"{self.stage_var(st)}.compute_at({self.stage_var(target)}, {self.av(axis)})")
+
+    def pick_leaf(self, st, pred=None):
+        leaves = [a for a in st.leaves if pred is None or pred(a)]
+        return self.rng.choice(leaves) if leaves else None
+
+    def related_stages(self, st):
+        s = self.ns["s"]
+        return [o for o in s.stages.values() if o is not st and s.related(st, o)]
+
+    # macros: sensible moves
+    def m_tile(self, st):
+        rng = self.rng
+        inner = self.inner_axes(st)
+        spatial = [a for a in st.leaves if a.kind == "spatial" and a not in inner and a not in st.binds]
+        reduce = [a for a in st.leaves if a.kind == "reduce" and a not in inner]
+        pw = [1, 2, 4, 8, 16, 32, 64]
+        outs, ins = [], []
+        for a in spatial[-rng.randint(1, 2):] if spatial else []:
+            f = str(rng.choice(pw[2:])) if rng.random() < 0.8 else self.knob(pw[3:])
+            r = self.do_split(st, a, f)
+            if r:
+                outs.append(r[0])
+                ins.append(r[1])
+        routs, rins = [], []
+        if reduce and rng.random() < 0.85:
+            f = str(rng.choice(pw[2:])) if rng.random() < 0.8 else self.knob(pw[3:])
+            r = self.do_split(st, reduce[-1], f)
+            if r:
+                routs.append(r[0])
+                rins.append(r[1])
+        order = [a for a in st.leaves if a.kind == "spatial" and a not in ins] + \
+                [a for a in st.leaves if a.kind == "reduce" and a not in rins] + ins + rins
+        if len(order) > 1 and order != st.leaves and rng.random() < 0.9:
+            self.do_reorder(st, order)
+        r = rng.random()
+        if r < 0.45 and len(outs) == 2:
+            pos = st.leaves.index(outs[0]) if outs[0] in st.leaves else -1
+            if pos >= 0 and pos + 1 < len(st.leaves) and st.leaves[pos + 1] is outs[1]:
+                g = self.do_fuse(st, outs[0], outs[1])
+                if g is not None:
+                    self.do_bind(st, g, 0)
+                    return
+        if r < 0.85:
+            for d, a in enumerate(outs[:2]):
+                self.do_bind(st, a, d)
+        if routs and rng.random() < 0.3:
+            self.sched_line(f"{self.stage_var(st)}.pipeline({self.av(routs[0])}, "
+                            f"stages={rng.choice(['2', '3', self.knob([1, 2, 3, 4])])})")
+
+    def m_epilogue(self, st):
+        prods = [o for o in self.related_stages(st) if self.ns["s"].related(st, o) == "consumer"]
+        if not prods:
+            return
+        p = self.rng.choice(prods)
+        inner = self.inner_axes(p)
+        ax = _either(self.pick_leaf(p, lambda a: a.kind == "spatial" and a not in inner), self.pick_leaf(p))
+        if ax is not None:
+            self.do_compute_at(st, p, ax)
+
+    def m_prologue(self, st):
+        cons = [o for o in self.related_stages(st) if self.ns["s"].related(st, o) == "producer"]
+        if not cons:
+            return
+        c = self.rng.choice(cons)
+        inner = self.inner_axes(c)
+        ax = _either(self.pick_leaf(c, lambda a: a not in inner), self.pick_leaf(c))
+        if ax is not None:
+            self.do_compute_at(st, c, ax)
+
+    def m_cache_read(self, st):
+        srcs = st.tensor.inputs
+        if not srcs:
+            return
+        t = self.rng.choice(srcs)
+        scope = self.rng.choice(["shared", "shared", "local"])
+        cache = self.sched_line(f"s.cache_read({t.name}, {scope!r}, readers=[{self.stage_var(st)}])",
+                                lambda r: r.name)
+        if cache is not None and self.rng.random() < 0.85:
+            inner = self.inner_axes(st)
+            ax = _either(self.pick_leaf(st, lambda a: a not in inner), self.pick_leaf(st))
+            if ax is not None:
+                self.sched_line(f"{cache.name}.compute_at({self.stage_var(st)}, {self.av(ax)})")
+
+    def m_cache_write(self, st):
+        scope = "local" if self.rng.random() < 0.9 else "shared"
+        cache = self.sched_line(f"s.cache_write({st.tensor.name}, {scope!r})", lambda r: r.name)
+        if cache is not None and self.rng.random() < 0.9:
+            inner = self.inner_axes(st)
+            ax = _either(self.pick_leaf(st, lambda a: a.kind == "spatial" and a not in inner), self.pick_leaf(st))
+            if ax is not None:
+                self.sched_line(f"{cache.name}.compute_at({self.stage_var(st)}, {self.av(ax)})")
+
+    def m_inline(self, st):
+        self.sched_line(f"{self.stage_var(st)}.compute_inline()")
+
+    # random primitives
+    def random_primitive(self):
+        rng = self.rng
+        s = self.ns["s"]
+        stages = self.compute_stages()
+        st = rng.choice(stages)
+        kind = rng.choices(
+            ["split", "tile", "reorder", "fuse", "compute_at", "inline", "root", "bind", "pipeline", "unroll",
+             "num_warps", "cache_read", "cache_write", "cache_at"],
+            weights=[20, 7, 10, 8, 14, 6, 3, 10, 5, 5, 4, 4, 3, 4])[0]
+        leaves = list(st.leaves)
+        if kind == "split" and leaves:
+            self.do_split(st, rng.choice(leaves))
+        elif kind == "tile" and len(leaves) >= 2:
+            x, y = rng.sample(leaves, 2)
+            self.do_tile(st, x, y)
+        elif kind == "reorder" and len(leaves) >= 2:
+            sub = rng.sample(leaves, rng.randint(2, len(leaves)))
+            self.do_reorder(st, sub)
+        elif kind == "fuse" and len(leaves) >= 2:
+            n = rng.randrange(len(leaves) - 1)
+            a, b = (leaves[n], leaves[n + 1]) if rng.random() < 0.85 else rng.sample(leaves, 2)
+            self.do_fuse(st, a, b)
+        elif kind == "compute_at":
+            others = [o for o in stages if o is not st]
+            rel = self.related_stages(st)
+            if others:
+                t = rng.choice(rel) if rel and rng.random() < 0.9 else rng.choice(others)
+                if t.leaves:
+                    self.do_compute_at(st, t, rng.choice(t.leaves))
+        elif kind == "inline":
+            self.m_inline(st)
+        elif kind == "root":
+            self.sched_line(f"{self.stage_var(st)}.compute_root()")
+        elif kind == "bind" and leaves:
+            self.do_bind(st, rng.choice(leaves), rng.choice([0, 0, 0, 1, 2]))
+        elif kind == "pipeline" and leaves:
+            n = rng.choice(["1", "2", "3", "4", self.knob([1, 2, 3, 4])])
+            self.sched_line(f"{self.stage_var(st)}.pipeline({self.av(rng.choice(leaves))}, stages={n})")
+        elif kind == "unroll" and leaves:
+            self.sched_line(f"{self.stage_var(st)}.unroll({self.av(rng.choice(leaves))})")
+        elif kind == "num_warps":
+            n = rng.choice(["1", "2", "4", "8", "16", "32", "6", self.knob([1, 2, 4, 8])])
+            self.sched_line(f"{self.stage_var(st)}.num_warps({n})")
+        elif kind == "cache_read":
+            self.m_cache_read(st)
+        elif kind == "cache_write":
+            reds = [x for x in stages if x.tensor.is_reduction]
+            self.m_cache_write(rng.choice(reds) if reds and rng.random() < 0.8 else st)
+        elif kind == "cache_at":
+            caches = [c for c in s.caches]
+            if caches:
+                c = rng.choice(caches)
+                t = rng.choice(stages)
+                if t.leaves:
+                    self.sched_line(f"{c.name}.compute_at({self.stage_var(t)}, {self.av(rng.choice(t.leaves))})")
+
+    def outer_leaf(self, st, last=True):
+        """A loop (not a tile) of `st` to place things at: its innermost spatial loop, or any loop."""
+        inner = self.inner_axes(st)
+        loops = [a for a in st.leaves if a not in inner and a.kind == "spatial"]
+        if loops and (last or self.rng.random() < 0.7):
+            return loops[-1] if last else self.rng.choice(loops)
+        return self.pick_leaf(st, lambda a: a not in inner)
+
+    def s_fused(self):
+        """A schedule as the examples write them: tiled roots, producers fused into their consumers (as
+        prologues, or a GEMM's epilogue), caches at the reduction loop, pipelining, warps."""
+        rng = self.rng
+        s = self.ns["s"]
+        stages = self.compute_stages()
+        epi = [(r, y) for r in stages if r.tensor.is_reduction for y in stages
+               if r.tensor in y.tensor.inputs and not y.tensor.is_reduction]
+        if epi and rng.random() < 0.5:  # the reduction is the root; its consumer runs as the epilogue
+            r, y = rng.choice(epi)
+            self.m_tile(r)
+            ko = next((a for a in r.leaves if a.kind == "reduce" and a not in self.inner_axes(r)), None)
+            for t in r.tensor.inputs:
+                if rng.random() < 0.5 and ko is not None:
+                    c = self.sched_line(f"s.cache_read({t.name}, 'shared', readers=[{self.stage_var(r)}])",
+                                        lambda res: res.name)
+                    if c is not None:
+                        self.sched_line(f"{c.name}.compute_at({self.stage_var(r)}, {self.av(ko)})")
+            at = self.outer_leaf(r)
+            if at is not None and rng.random() < 0.5:
+                c = self.sched_line(f"s.cache_write({r.tensor.name}, 'local')", lambda res: res.name)
+                if c is not None:
+                    self.sched_line(f"{c.name}.compute_at({self.stage_var(r)}, {self.av(at)})")
+            if at is not None:
+                self.do_compute_at(y, r, at)
+            return
+        roots = [st for st in stages if st.tensor in s.outputs]
+        root = rng.choice(roots)
+        self.m_tile(root)
+        if rng.random() < 0.3:
+            self.sched_line(f"{self.stage_var(root)}.num_warps({rng.choice(['1', '2', '8', self.knob([2, 4, 8])])})")
+        placed = {root.name}
+        for st in reversed(stages):
+            if st.name in placed or st.tensor in s.outputs:
+                continue
+            readers = [o for o in stages if st.tensor in o.tensor.inputs and o.name in placed]
+            if not readers:
+                continue
+            target = rng.choice(readers)
+            if not st.tensor.is_reduction and rng.random() < 0.4:
+                self.m_inline(st)
+            else:
+                red = [a for a in st.leaves if a.kind == "reduce"]
+                if red and rng.random() < 0.8:
+                    f = str(rng.choice([2, 4, 8, 16, 32, 64])) if rng.random() < 0.8 else self.knob([4, 8, 16, 32])
+                    self.do_split(st, red[-1], f)
+                at = self.outer_leaf(target, last=rng.random() < 0.7)
+                if at is not None:
+                    self.do_compute_at(st, target, at)
+            placed.add(st.name)
+            if self.dead:
+                return
+
+    def schedule(self):
+        rng = self.rng
+        if rng.random() < 0.1:
+            return
+        stages = self.compute_stages()
+        if rng.random() < 0.35:
+            self.s_fused()
+            if self.dead:
+                return
+            for _ in range(rng.choice([0, 0, 0, 1, 2, 3])):
+                self.random_primitive()
+                if self.dead:
+                    return
+            return
+        n_macro = rng.choice([0, 1, 1, 2, 2, 3, 4])
+        for _ in range(n_macro):
+            st = rng.choice(stages)
+            m = rng.choices([self.m_tile, self.m_epilogue, self.m_prologue, self.m_cache_read, self.m_cache_write,
+                             self.m_inline], weights=[40, 20, 15, 10, 8, 7])[0]
+            if m is self.m_cache_write and not st.tensor.is_reduction and rng.random() < 0.95:
+                m = self.m_tile
+            if m is self.m_inline and (st.tensor.is_reduction or st.tensor in self.ns["s"].outputs):
+                m = self.m_epilogue
+            m(st)
+            if self.dead:
+                return
+        for _ in range(rng.choice([0, 0, 1, 2, 3, 4, 6])):
+            self.random_primitive()
+            if self.dead:
+                return
+
+    # -- the case -------------------------------------------------------------------------------
+    def generate(self) -> Case:
+        rng = self.rng
+        fam = rng.choices(["elementwise", "reduce", "gemm", "norm", "random"], weights=[25, 25, 20, 12, 18])[0]
+        self.case.family = fam
+        self.ns["SIZES"] = self.case.sizes
+        # the sizes must exist before the compute statements run: define them up front, fix values later
+        outs = self._with_sizes(getattr(self, f"fam_{fam}"))
+        s_line = f"s = tc.create_schedule([{', '.join(outs)}])"
+        self.compute_line(s_line)
+        for name, t in self.tensors.items():
+            if t["kind"] == "compute" and self.ns["s"].tensors.get(name) is self.ns[name]:
+                T = self.ns[name]
+                axes = list(T.axis) + list(T.reduce_axis)
+                names = self.name_axes(self.ns["s"][T], axes)
+                self.compute_line(f"{names}{',' if len(axes) == 1 else ''} = "
+                                  + (f"{name}.axis" if not T.reduce_axis else
+                                     f"{name}.axis + {name}.reduce_axis"))
+        self.schedule()
+        if self.dead:
+            return self.case
+        s = self.ns["s"]
+        self.case.config = {n: rng.choice(k.choices) for n, k in sorted(s.knobs.items())}
+        inputs = [t.name for t in s.placeholders]
+        rng.shuffle(inputs)
+        outputs = [t.name for t in s.outputs]
+        extra = [n for n, t in self.tensors.items() if t["kind"] == "compute" and n not in outputs
+                 and s.tensors.get(n) is self.ns[n]]
+        if extra and rng.random() < 0.1:
+            outputs.append(rng.choice(extra))
+        self.case.args = inputs + outputs
+        self.case.inputs = {n: v for n, v in self.case.inputs.items() if n in inputs}
+        used = {n.name for t in s.tensors.values() for d in t.shape for n in tc.ir.expr.walk(d)
+                if isinstance(n, tc.ir.expr.SizeVar)}
+        sym = [n for n in self.case.sizes if self.case.symbolic[n] and n in used]
+        if sym and rng.random() < 0.1:
+            self.case.specialize = [rng.choice(sym)]
+        self.run("\n".join(self.case.tail_lines()))
+        if self.progress:  # a case that hangs at build or run leaves its whole script behind
+            self.progress(self.case.script("it hung or crashed the worker"))
+        return self.case
+
+    def _with_sizes(self, fam) -> list[str]:
+        """Run a family with sizes defined in the namespace as they are made (then shrunk to fit)."""
+        orig_make = self.make_sizes
+
+        def make(n):
+            names = orig_make(n)
+            for line in self.case.size_lines():
+                self.run(line)
+            return names
+        self.make_sizes = make
+        outs = fam()
+        self.make_sizes = orig_make
+        before = dict(self.case.sizes)
+        self.fit_sizes()
+        if before != self.case.sizes:  # re-run with the shrunk sizes: the compute text does not change
+            self.rerun_compute()
+        return outs
+
+    def rerun_compute(self) -> None:
+        self.ns = {"tc": tc, "attempt": _attempt, "SIZES": self.case.sizes}
+        for line in self.case.size_lines() + self.case.compute:
+            self.run(line)
+
+
+def _either(a, b):
+    return a if a is not None else b
+
+
+def _attempt(fn):
+    try:
+        return fn()
+    except tc.TilecError:
+        return None
+
+
+def generate(seed: int, progress=None) -> tuple[Case, dict]:
+    """The case of `seed` and its live namespace (`ns["CASE"]` holds check_kernel's arguments)."""
+    g = Generator(seed, progress)
+    case = g.generate()
+    return case, g.ns
+
+
+def exec_case(case: Case) -> dict:
+    """Run a case's text (sizes, compute, schedule, tail) in a fresh namespace; returns the namespace."""
+    ns: dict = {"tc": tc, "attempt": _attempt, "__name__": "tilec_fuzz_case"}
+    exec(compile(case.body(), f"<fuzz case {case.seed}>", "exec"), ns)
+    return ns

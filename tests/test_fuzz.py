@@ -1,0 +1,196 @@
+"""The differential schedule fuzzer in CI, and fast tests of the fuzzer itself.
+
+`test_fuzz_campaign` runs random (compute, schedule, config) cases for a bounded wall time (150 s;
+`TILEC_FUZZ_SECONDS` overrides it, 0 skips it), starting at a seed derived from the git commit so that
+each commit tries new cases, and fails listing every failing case's seed and reduced reproduction
+script. Replay one with `python scripts/fuzz.py --cases 1 --seed SEED`.
+
+The other tests check the fuzzer: the oracle agrees with PyTorch on a known compute and flags a wrong
+result, the sentinels catch out-of-bounds and missing writes, cases are reproducible from their seed and
+their script, and the runner classifies hung and crashed workers and reduces a failing case.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import tilec as tc  # noqa: E402
+from tests.fuzz import gen, oracle, run  # noqa: E402
+
+
+def _start_seed() -> int:
+    """A seed from the commit hash (so that seeds rotate by commit), else a fixed one."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              timeout=10).stdout.strip()
+        return int(head[:8], 16) % 10_000_000 * 100 if head else 424242
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return 424242
+
+
+def test_fuzz_campaign():
+    budget = float(os.environ.get("TILEC_FUZZ_SECONDS", "150"))
+    if budget <= 0:
+        pytest.skip("TILEC_FUZZ_SECONDS=0")
+    seed0 = _start_seed()
+    stats, reduced = run.campaign(itertools.count(seed0), jobs=1, timeout=60.0, budget=budget,
+                                  reduce_budget=min(60.0, budget / 2), per_signature=1, log=lambda _: None)
+    print(stats.summary(stats.elapsed))
+    if stats.failed:
+        parts = [f"{stats.failed} failing fuzz case(s) from seed {seed0}:"]
+        for sig, outs in stats.failures.items():
+            parts.append(f"\n{sig[0]}: {sig[1]}\n  seeds: {[o['seed'] for o in outs]}")
+            for seed, script, note in reduced.get(sig, []):
+                parts.append(f"  reproduction (seed {seed}, {note}):\n{script}")
+        pytest.fail("\n".join(parts), pytrace=False)
+    assert not stats.fuzzer_errors, f"the fuzzer itself failed: {dict(stats.fuzzer_errors)}"
+
+
+# ---------------------------------------------------------------------------------------------
+# the oracle
+
+
+def _softmaxish():
+    M, N = tc.size_vars("M N")
+    X = tc.placeholder((M, N), "float32", name="X")
+    b = tc.placeholder((N,), "float16", name="b")
+    k = tc.reduce_axis(N, name="k")
+    R = tc.compute((M,), lambda i: tc.max(X[i, k], axis=k), name="R")
+    Y = tc.compute((M, N), lambda i, j: tc.exp(X[i, j] - R[i]) * b[j] + X[i, j - 1], name="Y", dtype="float16")
+    return X, b, R, Y
+
+
+def test_oracle_agrees_with_torch():
+    X, b, R, Y = _softmaxish()
+    x = torch.randn(5, 7)
+    x[2, 3] = math.nan
+    bb = torch.randn(7).half()
+    o = oracle.Oracle({"M": 5, "N": 7}, {"X": x, "b": bb})
+    r = torch.amax(x.double(), 1)
+    shifted = torch.cat([torch.zeros(5, 1, dtype=torch.float64), x.double()[:, :-1]], 1)
+    want = (torch.exp(x.double() - r[:, None]) * bb.double() + shifted).half().double()
+    got = o.tensor(Y)
+    assert torch.equal(o.tensor(R).val.isnan(), r.isnan()) and torch.allclose(o.tensor(R).val[~r.isnan()], r[~r.isnan()])
+    assert torch.equal(got.val.isnan(), want.isnan())
+    fin = ~want.isnan()
+    assert torch.allclose(got.val[fin], want[fin], rtol=2e-3)
+    assert not oracle.compare("Y", want.half(), got)  # torch's own answer passes
+
+
+def test_oracle_integer_and_bool_semantics():
+    X = tc.placeholder((6,), "int32", name="X")
+    B = tc.placeholder((6,), "bool", name="B")
+    Y = tc.compute((6,), lambda i: (X[i] // -2) + (X[i] % 3) + (B[i] + 1), name="Y")
+    x = torch.tensor([-5, -1, 0, 1, 4, 7], dtype=torch.int32)
+    bb = torch.tensor([True, False, True, False, True, False])
+    got = oracle.Oracle({}, {"X": x, "B": bb}).tensor(Y)
+    want = torch.div(x, -2, rounding_mode="floor") + torch.remainder(x, 3) + (bb.long() + 1)
+    assert got.val.tolist() == want.tolist()
+
+
+def test_oracle_flags_a_wrong_result():
+    X, b, R, Y = _softmaxish()
+    s = tc.create_schedule(Y)
+    report = oracle.check_kernel(s, [X, b, Y], sizes={"M": 5, "N": 7}, inputs={}, seed=3)
+    assert report.ok, report
+    kernel = tc.build(s, [X, b, Y])
+    ins = oracle.make_inputs(kernel.inputs, {"M": 5, "N": 7}, {}, 3)
+    y = kernel(*[ins[t.name][0] for t in kernel.inputs])
+    ref = oracle.Oracle({"M": 5, "N": 7}, {n: v for n, (v, _) in ins.items()}).tensor(Y)
+    assert not oracle.compare("Y", y, ref)
+    bad = y.clone()
+    bad[1, 2] = bad[1, 2] * 1.01 + 0.01
+    problems = oracle.compare("Y", bad, ref)
+    assert [p["kind"] for p in problems] == ["value"] and problems[0]["count"] == 1
+    bad = y.clone()
+    bad[0, 0] = math.nan
+    assert [p["kind"] for p in oracle.compare("Y", bad, ref)] == ["nan"]
+
+
+def test_sentinels_catch_writes_past_the_end_and_missing_writes():
+    for dtype in ("float32", "float16", "bfloat16", "int32", "bool"):
+        view, buf = oracle.make_output([3, 4], dtype)
+        ref = oracle.exact(torch.zeros(3, 4, dtype=torch.float64 if dtype.startswith(("f", "b")) and dtype != "bool"
+                                       else torch.int64 if dtype == "int32" else torch.bool),
+                           oracle.cat_of(dtype))
+        view.zero_()
+        assert oracle.check_output("Y", view, buf, ref) == []
+        buf[oracle.PAD + 12] = 1  # one element past the end
+        kinds = [p["kind"] for p in oracle.check_output("Y", view, buf, ref)]
+        assert kinds == ["out-of-bounds write"], (dtype, kinds)
+        view2, buf2 = oracle.make_output([3, 4], dtype)
+        view2.view(-1)[:11].zero_()  # the last element is never written
+        kinds = [p["kind"] for p in oracle.check_output("Y", view2, buf2, ref)]
+        assert kinds == ["unwritten"], (dtype, kinds)
+
+
+def test_inputs_are_poisoned_views_with_the_strides_asked_for():
+    gen_ = torch.Generator().manual_seed(0)
+    for layout in ("c", "t", "s"):
+        x, buf = oracle.make_input([3, 5], "float32", {"layout": layout}, gen_)
+        assert x.shape == (3, 5) and not x.isnan().any()
+        assert buf.isnan().sum() == buf.numel() - 15
+    assert oracle.make_input([3, 5], "float32", {"layout": "t"}, gen_)[0].stride() == (1, 3)
+
+
+# ---------------------------------------------------------------------------------------------
+# the generator and the runner
+
+
+def test_cases_are_reproducible_from_the_seed_and_the_script():
+    for seed in range(8):
+        a, _ = gen.generate(seed)
+        b, _ = gen.generate(seed)
+        assert a.script() == b.script()
+        if a.error is None:
+            ns = gen.exec_case(a)  # the text alone rebuilds the schedule
+            assert [x.name for x in ns["CASE"]["args"]] == a.args
+        compile(a.script(), f"seed{seed}", "exec")
+
+
+def test_refusal_reasons_are_keyed_without_names():
+    names = {"Y": "T", "jo": "a", "ko": "a", "N": "S"}
+    a = run.normalize("Y: spatial loop jo runs inside reduction loop ko; the accumulator would", names)
+    assert a == "T: spatial loop a runs inside reduction loop a; the accumulator would"
+
+
+def _case(sched_lines, compute=None):
+    c = gen.Case(seed=7, family="test", sizes={"M": 4}, symbolic={"M": True})
+    c.compute = compute or [
+        "X = tc.placeholder((M,), 'float32', name='X')",
+        "Y = tc.compute((M,), lambda i: X[i] * 2.0, name='Y')",
+        "s = tc.create_schedule([Y])",
+        "(Y_i,) = Y.axis",
+    ]
+    c.sched = [gen.Line(x) for x in sched_lines]
+    c.args = ["X", "Y"]
+    c.inputs = {"X": {}}
+    return c
+
+
+def test_runner_classifies_correct_hung_crash_and_reduces():
+    with run.Pool(jobs=1, timeout=8.0) as pool:
+        ok = pool.run_one(("case", _case(["Y_io, Y_ii = s[Y].split(Y_i, 2)"])))
+        assert ok["status"] == "correct", ok
+        hung = pool.run_one(("case", _case(["__import__('time').sleep(60)"])), timeout=3.0)
+        assert hung["status"] == "hung", hung
+        crash = pool.run_one(("case", _case(["__import__('os')._exit(3)"])))
+        assert crash["status"] == "crash" and "3" in crash["key"], crash
+        lines = ["Y_io, Y_ii = s[Y].split(Y_i, 2)", "s[Y].bind(Y_io, 'program_id.0')",
+                 "attempt(lambda: s[Y].split(Y_i, 3))", "1 // 0", "s[Y].unroll(Y_ii)"]
+        bad = pool.run_one(("case", _case(lines)))
+        assert bad["status"] == "internal" and bad["stage"] == "schedule", bad
+        small, note = run.reduce_case(pool, dict(bad, case=_case(lines)), budget_s=60)
+        assert [x.code for x in small.sched] == ["1 // 0"], (note, small.sched)
+        assert small.sizes["M"] == 1
