@@ -678,6 +678,16 @@ class Report:
         return ",".join(sorted({p["kind"] for p in self.problems}))
 
 
+def _to_device(view: torch.Tensor, buf: torch.Tensor):
+    dev = buf.to("cuda")
+    return dev.as_strided(view.shape, view.stride(), view.storage_offset()), dev
+
+
+def _to_host(view: torch.Tensor, buf: torch.Tensor):
+    host = buf.cpu()
+    return host.as_strided(view.shape, view.stride(), view.storage_offset()), host
+
+
 def check_kernel(sched, args, config=None, sizes=None, inputs=None, seed=0, specialize=None, kernel=None) -> Report:
     """Build `sched`, run it on fresh inputs into sentinel-guarded outputs, compare with the oracle.
 
@@ -693,7 +703,13 @@ def check_kernel(sched, args, config=None, sizes=None, inputs=None, seed=0, spec
     for t in kernel.outputs:
         shape = [int(evaluate(d, sizes)) for d in t.shape]
         outs[t.name] = make_output(shape, t.dtype)
-    kernel(*[ins[t.name][0] for t in kernel.inputs], out=[outs[t.name][0] for t in kernel.outputs])
+    if kernel.target == "cuda":  # compiled on a GPU: the same views of the same buffers, on the device
+        dev_in, dev_out = ({n: _to_device(v, b) for n, (v, b) in d.items()} for d in (ins, outs))
+        kernel(*[dev_in[t.name][0] for t in kernel.inputs], out=[dev_out[t.name][0] for t in kernel.outputs])
+        outs = {n: _to_host(v, b) for n, (v, b) in dev_out.items()}
+        ins = {n: _to_host(v, b) for n, (v, b) in dev_in.items()}
+    else:
+        kernel(*[ins[t.name][0] for t in kernel.inputs], out=[outs[t.name][0] for t in kernel.outputs])
     oracle = Oracle(sizes, {n: v for n, (v, _) in ins.items()})
     problems = []
     n_unc = n_all = 0
