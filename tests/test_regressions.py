@@ -303,3 +303,39 @@ def test_python_bool_on_the_left_of_and_or():
     x = torch.randn(9)
     a, b = tc.build(tc.create_schedule([A, B]), [X, A, B])(x)
     assert torch.equal(a, x > 0) and torch.equal(b, x < 0)
+
+
+def test_float_reduction_loop_result_is_read_through_one_op():
+    """Triton 3.6's TritonGPUOptimizeThreadLocality asserts (aborting the compiler) when a float
+    reduction loop's result has several uses (GPU fuzz seed 901852); the kernel reads it once."""
+    M, N = tc.size_vars("M N")
+    X = tc.placeholder((M, N), "float32", name="X")
+    k = tc.reduce_axis(N, name="k")
+    R = tc.compute((M,), lambda i: tc.sum(X[i, k], axis=k), name="R")
+    Z = tc.compute((M, N), lambda i, j: tc.where(R[i] > 0.0, R[i], X[i, j] - R[i]), name="Z")
+    s = tc.create_schedule(Z)
+    io, jo, ii, ji = s[Z].tile(*Z.axis, 32, 16)
+    s[Z].bind(s[Z].fuse(io, jo), "program_id.0")
+    s[R].split(k, 8)
+    s[R].compute_at(s[Z], s[Z].leaves[0])
+    kernel = tc.build(s, [X, Z])
+    assert "R_val = acc_R + 0.0" in kernel.source
+    x = torch.randn(20, 24)
+    r = x.sum(1, keepdim=True)
+    torch.testing.assert_close(kernel(x), torch.where(r > 0, r.expand(20, 24), x - r), rtol=1e-5, atol=1e-5)
+
+
+def test_narrow_float_and_bool_accumulators_keep_their_type_in_the_loop():
+    """A float16 min accumulator became float32 after tl.where with a Python number, and a sum of
+    bools uint32 (Triton refuses a loop-carried type change: GPU fuzz seeds 900011, 902482)."""
+    M, N = tc.size_vars("M N")
+    X = tc.placeholder((M, N), "float32", name="X")
+    k = tc.reduce_axis(M, name="k")
+    R = tc.compute((N,), lambda i: tc.min(X[k, i] * 2.0, axis=k, acc_dtype="float16"), name="R", dtype="float32")
+    E = tc.compute((N,), lambda i: tc.sum(X[k, i] > 0.0, axis=k), name="E", dtype="int32")
+    src = tc.lower(tc.create_schedule([R, E]), target="cuda").source()
+    assert "tile_R.to(tl.float16)" in src and "> 0.0, tl.int32)" in src
+    x = torch.randn(70, 5)
+    r, e = tc.build(tc.create_schedule([R, E]), [X, R, E])(x)
+    torch.testing.assert_close(r, (x * 2).half().amin(0).float())
+    assert torch.equal(e, (x > 0).sum(0).int())

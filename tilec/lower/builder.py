@@ -588,7 +588,13 @@ class KernelBuilder:
         if n == lay.first_reduce and x.tensor.is_reduction:
             acc = self.acc_init(x, out)
             self.emit_reduce_loops(placed, loop_vars, defs, define, n, out, acc)
-            self.finish(x, Val(acc[0], acc[1], acc[2]), out)
+            result = Val(acc[0], acc[1], acc[2])
+            if n < len(lay.loops) and dtypes.is_float(acc[2]) and acc[2] == x.tensor.dtype:
+                # Triton 3.6's TritonGPUOptimizeThreadLocality pass asserts (a compiler abort) when the
+                # result of a float reduction loop has several uses: read it through one add. Exact for
+                # a sum (its +0.0 start never turns into -0.0); a max/min of -0.0 returns +0.0.
+                result = Val(f"{acc[0]} + 0.0", acc[1], acc[2])
+            self.finish(x, result, out)
             return
         if n == len(lay.loops):
             self.compute(x, out)
@@ -659,7 +665,7 @@ class KernelBuilder:
         if not dot:
             loads: dict = {}
             v = self.emit(red.body, x, loads)
-            if dtypes.is_float(acc_dtype) and v.dtype != acc_dtype:
+            if v.dtype != acc_dtype:  # tl.sum of bools is uint32 on the GPU: sum in the accumulator type
                 v = Val(f"tl.cast({v.code}, {dtypes.triton_name(acc_dtype)})", v.dims, acc_dtype)
             full = self._order(set(sdims) | set(rdims))
             self._check_tile_numel(x, full)
@@ -684,6 +690,8 @@ class KernelBuilder:
             prop = ", propagate_nan=tl.PropagateNan.ALL" if nan else ""
             combine = {"sum": f"{name} + {{}}", "max": f"tl.maximum({name}, {{}}{prop})",
                        "min": f"tl.minimum({name}, {{}}{prop})"}[red.op]
+            if acc_dtype not in ("float32", "int32"):  # Python numbers in tl.where widen to float32 / int32
+                body = f"{_paren(body)}.to({dtypes.triton_name(acc_dtype)})"
             part = Val(body, sdims, acc_dtype)
             out.append(Stmt(f"{name} = {combine.format(_paren(self.expand(part, sdims, full=True)))}",
                             f"{name}[{', '.join(sdims)}] " + (f"+= {red.body!r}" if red.op == "sum" else
