@@ -339,3 +339,16 @@ def test_narrow_float_and_bool_accumulators_keep_their_type_in_the_loop():
     r, e = tc.build(tc.create_schedule([R, E]), [X, R, E])(x)
     torch.testing.assert_close(r, (x * 2).half().amin(0).float())
     assert torch.equal(e, (x > 0).sum(0).int())
+
+
+def test_constant_stage_converted_to_a_narrow_type():
+    """`D_val = 33.333333333333336.to(tl.float16)`: a constant body was converted with .to() on a
+    Python number (GPU fuzz seed 910628)."""
+    (N,) = tc.size_vars("N")
+    X = tc.placeholder((N,), "float32", name="X")
+    D = tc.compute((N,), lambda i: 100.0 / 3.0, name="D", dtype="float16")
+    E = tc.compute((N,), lambda i: X[i] + 1.0, name="E")
+    src = tc.lower(tc.create_schedule([D, E]), target="cuda").source()
+    assert "tl.full((), 33.333333333333336, tl.float32).to(tl.float16)" in src
+    d, e = tc.build(tc.create_schedule([D, E]), [X, D, E])(torch.randn(5))
+    assert torch.equal(d, torch.full((5,), 100.0 / 3.0).half())

@@ -98,6 +98,15 @@ def _nonnegative(e: Expr) -> bool:
     return True
 
 
+def _tensor(code: str) -> str:
+    """`code` as something `.to()` applies to: a Python number literal becomes a 0-d tensor."""
+    import re
+
+    if re.fullmatch(r"-?\d+\.?\d*(e[-+]?\d+)?|True|False|float\(\"-?(inf|nan)\"\)", code):
+        return f"tl.full((), {code}, {'tl.int1' if code in ('True', 'False') else 'tl.float32' if not code.lstrip('-').isdigit() else 'tl.int32'})"
+    return _paren(code)
+
+
 def _via_float32(code: str, src: str, dst: str) -> str:
     """An int or bool going to bfloat16 or float8 goes through float32, as torch converts it (Triton's
     interpreter bit-casts int -> bfloat16 and refuses int -> float8)."""
@@ -266,7 +275,7 @@ class KernelBuilder:
             tn = dtypes.triton_name(e.dtype)
             if dtypes.is_float(e.dtype) and dtypes.compute_dtype(e.dtype) != e.dtype:
                 c = dtypes.triton_name(dtypes.compute_dtype(e.dtype))
-                return Val(f"{_paren(_via_float32(v.code, v.dtype, e.dtype))}.to({tn}).to({c})", v.dims,
+                return Val(f"{_tensor(_via_float32(v.code, v.dtype, e.dtype))}.to({tn}).to({c})", v.dims,
                            dtypes.compute_dtype(e.dtype))
             return Val(f"tl.cast({v.code}, {tn})", v.dims, e.dtype)
         if isinstance(e, Unary):
@@ -756,7 +765,7 @@ class KernelBuilder:
         self._check_tile_numel(x, v.dims)
         tn = dtypes.triton_name(t.dtype)
         name = self.fresh(f"{t.name}_val")
-        code = v.code if v.dtype == t.dtype else f"{_paren(_via_float32(v.code, v.dtype, t.dtype))}.to({tn})"
+        code = v.code if v.dtype == t.dtype else f"{_tensor(_via_float32(v.code, v.dtype, t.dtype))}.to({tn})"
         out.append(Stmt(f"{name} = {code}", None if x.tensor.is_reduction else f"{name} = {t.body!r}"))
         val = Val(name, v.dims, t.dtype)
         env = self.env[x.name]
