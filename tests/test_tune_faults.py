@@ -675,3 +675,51 @@ def test_eight_workers_share_a_postgres_study(tmp_path):
     measured = _measured_once(trials)                                 # no config measured twice
     assert len(set(measured)) == 16                                   # and none of the grid lost
     assert all(t.state == COMPLETE for t in trials)
+
+
+# A worker killed after `study.ask()` made its trial but before optuna's heartbeat thread first ran
+# (CI flake of test_tune.py::test_resume_after_a_killed_worker): optuna never fails a trial that has
+# no heartbeat, so it stayed RUNNING for ever. tilec writes the first beat when the trial starts.
+KILLED_BEFORE_THE_FIRST_BEAT = """
+import os, signal, sys
+import optuna.study._optimize
+sys.path.insert(0, sys.argv[2])
+import tune_case
+optuna.study._optimize.get_heartbeat_thread = lambda *a: os.kill(os.getpid(), signal.SIGKILL)
+tune_case.run(sys.argv[1], 4, True, "beatless")
+"""
+
+
+def _killed_before_the_first_beat(storage):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    p = subprocess.run([sys.executable, "-c", KILLED_BEFORE_THE_FIRST_BEAT, storage, str(HERE)], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == -signal.SIGKILL, p.stdout + p.stderr
+    st = optuna.load_study(study_name="beatless", storage=storage)
+    assert [t.state for t in st.trials] == [RUNNING]
+    return st.trials[0]
+
+
+def test_a_worker_killed_before_its_first_heartbeat_leaves_no_running_trial(tmp_path):
+    storage = f"sqlite:///{tmp_path / 'b.db'}"
+    dead = _killed_before_the_first_beat(storage)
+    time.sleep(3.5)  # three heartbeats of 1 s missed
+    s, args = tune_case.make()
+    tuned = tc.tune(s, tune_case.MIX, trials=4, args=args, reference=tune_case.reference, storage=storage,
+                    study_name="beatless", timer=tune_case.slow_timer, heartbeat=1)
+    states = {t.number: t.state for t in tuned.study.trials}
+    assert states[dead.number] == FAIL and RUNNING not in states.values(), states
+
+
+def test_a_running_trial_that_never_beat_is_failed_after_the_beatless_limit(tmp_path):
+    db = tmp_path / "b.db"
+    dead = _killed_before_the_first_beat(f"sqlite:///{db}")
+    with contextlib.closing(sqlite3.connect(db)) as con, con:  # as a worker of optuna alone leaves it
+        con.execute("DELETE FROM trial_heartbeats")
+        con.execute("UPDATE trials SET datetime_start = datetime(datetime_start, ?) WHERE trial_id = ?",
+                    (f"-{tstorage.BEATLESS_LIMIT + 10} seconds", dead._trial_id))
+    s, args = tune_case.make()
+    tuned = tc.tune(s, tune_case.MIX, trials=4, args=args, reference=tune_case.reference,
+                    storage=f"sqlite:///{db}", study_name="beatless", timer=tune_case.slow_timer, heartbeat=1)
+    states = {t.number: t.state for t in tuned.study.trials}
+    assert states[dead.number] == FAIL and RUNNING not in states.values(), states

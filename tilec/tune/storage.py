@@ -18,6 +18,11 @@ right:
 transaction starts with `BEGIN IMMEDIATE`: by default Python's sqlite3 reads outside transactions,
 so two processes could both pop one enqueued (WAITING) trial and run it twice; with the write lock
 taken first, popping a trial is atomic, as PostgreSQL's row locks make it there.
+
+The storage is a `HeartbeatStorage`: a trial's first heartbeat is written as soon as it starts
+running, not when optuna's heartbeat thread gets to it, and a running trial that never beat (its
+worker died between starting it and the first beat) is stale after `BEATLESS_LIMIT` seconds.
+Optuna alone never fails such a trial: it stayed RUNNING for ever.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ SQLITE_BUSY_TIMEOUT = 60      # seconds a SQLite writer waits for the lock
 OPTUNA_TABLES = {"studies", "study_directions", "study_system_attributes", "study_user_attributes",
                  "trial_heartbeats", "trial_intermediate_values", "trial_params", "trial_system_attributes",
                  "trial_user_attributes", "trial_values", "trials", "version_info", "alembic_version"}
+BEATLESS_LIMIT = 2 * SQLITE_BUSY_TIMEOUT  # seconds (beyond the grace period) a beatless running trial lives
 EXAMPLES = "sqlite:///path/to/tuning.db (a file) or postgresql://user:password@host:5432/db"
 
 
@@ -173,6 +179,50 @@ def _begin_immediate(storage) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
+def _scoped(storage):
+    from optuna.storages._rdb.storage import _create_scoped_session
+    return _create_scoped_session(storage.scoped_session)
+
+
+class HeartbeatStorage(optuna.storages.RDBStorage):
+    """An RDBStorage whose running trials always have a heartbeat, so a dead worker's trial is found.
+
+    Optuna's stale-trial check skips trials with no heartbeat row, and the row only appears when the
+    heartbeat thread first runs, after `study.ask()` has done its writes: a worker killed in that
+    window left its trial RUNNING for ever. Here the first beat is written right after the trial
+    starts (created running, or popped from the queue), and a trial that still has none after the
+    grace period plus `BEATLESS_LIMIT` (a live worker can wait that long for a busy database between
+    the two writes) is stale as well.
+    """
+
+    def _create_new_trial(self, study_id, template_trial=None):  # what optuna's cache calls
+        frozen = super()._create_new_trial(study_id, template_trial)
+        if frozen.state == optuna.trial.TrialState.RUNNING:
+            self.record_heartbeat(frozen._trial_id)
+        return frozen
+
+    def set_trial_state_values(self, trial_id, state, values=None):
+        changed = super().set_trial_state_values(trial_id, state, values)
+        if changed and state == optuna.trial.TrialState.RUNNING:
+            self.record_heartbeat(trial_id)
+        return changed
+
+    def _get_stale_trial_ids(self, study_id):
+        import datetime
+        from optuna.storages._rdb import models
+        stale = super()._get_stale_trial_ids(study_id)
+        limit = datetime.timedelta(seconds=(self.grace_period or 2 * self.heartbeat_interval) + BEATLESS_LIMIT)
+        now = datetime.datetime.now()  # datetime_start is written from the worker's clock, as here
+        with _scoped(self) as session:
+            running = (session.query(models.TrialModel)
+                       .filter(models.TrialModel.state == optuna.trial.TrialState.RUNNING)
+                       .filter(models.TrialModel.study_id == study_id).all())
+            for t in running:
+                if not t.heartbeats and t.datetime_start is not None and now - t.datetime_start > limit:
+                    stale.append(t.trial_id)
+        return stale
+
+
 def make_storage(url: str, heartbeat: int = 2, create: bool = True):
     """An optuna RDB storage with heartbeats, after `check_storage`: the trial of a worker that died
     is marked failed after 3 missed beats and retried once by whoever runs next."""
@@ -192,7 +242,7 @@ def make_storage(url: str, heartbeat: int = 2, create: bool = True):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # heartbeats are "experimental" in optuna 5 (since 2.8)
-                storage = optuna.storages.RDBStorage(
+                storage = HeartbeatStorage(
                     url, heartbeat_interval=heartbeat, grace_period=3 * heartbeat,
                     heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=1),
                     engine_kwargs=engine_kwargs)
