@@ -99,6 +99,23 @@ def test_oracle_integer_and_bool_semantics():
     assert got.val.tolist() == want.tolist()
 
 
+def test_oracle_sums_overflow_at_the_accumulator_dtype():
+    # fuzz seeds 108763, 109850, 611320551: a float16 accumulator overflows at 65504, the oracle's
+    # float64 sum did not, and called tilec's correct -inf wrong
+    X = tc.placeholder((3, 4), "float32", name="X")
+    k = tc.reduce_axis(4, name="k")
+    S = tc.compute((3,), lambda i: tc.sum(X[i, k], axis=k, acc_dtype="float16"), name="S")
+    x = torch.tensor([[-4e4, -4e4, -1.0, -2.0],     # one sign, past 65504: -inf in every order
+                      [4e4, 4e4, -4e4, -4e4],      # partial sums may overflow or not: undetermined
+                      [1.0, 2.0, 3.0, 4.0]])       # far from it: an ordinary sum
+    got = oracle.Oracle({}, {"X": x}).tensor(S)
+    assert got.val[0].item() == -math.inf and not got.unc[0]
+    assert got.unc[1]
+    assert got.val[2].item() == 10.0 and not got.unc[2]
+    assert oracle.compare("S", torch.tensor([-math.inf, 0.0, 10.0]), got) == []
+    assert [p["kind"] for p in oracle.compare("S", torch.tensor([-65504.0, 0.0, 10.0]), got)] == ["inf"]
+
+
 def test_oracle_flags_a_wrong_result():
     X, b, R, Y = _softmaxish()
     s = tc.create_schedule(Y)

@@ -167,6 +167,20 @@ def _overflow(val: torch.Tensor, err: torch.Tensor, unc: torch.Tensor):
     return val, torch.where(torch.isfinite(val), err, ZERO), unc | band
 
 
+def _sum_overflow(x, val, err, mag, unc, dims, acc, u):
+    """A sum accumulated in `acc` overflows where a partial sum passes the largest finite `acc` (65504
+    for float16): which partial sums exist depends on the order of summing. Where the magnitudes of the
+    finite terms stay below it nothing overflows; where all terms share a sign and the sum is past it,
+    the result is that sign's infinity; elsewhere it is undetermined."""
+    top = MAXFIN[acc]
+    fin = torch.isfinite(val)
+    possible = fin & (mag + err >= top)
+    one_sign = (x >= 0).all(dim=dims) | (x <= 0).all(dim=dims)
+    over = possible & one_sign & (val.abs() - err > top * (1 + u))
+    val = torch.where(over, torch.sign(val) * math.inf, val)
+    return val, torch.where(torch.isfinite(val), err, ZERO), unc | (possible & ~over)
+
+
 def fop(val, err, unc, u=U32, exact=None) -> V:
     """A float32 result: add the rounding of this op, then model overflow. Where `exact` (operands
     without error, a correctly rounded op) and the result is a float32 number, the op is exact."""
@@ -259,7 +273,8 @@ class Oracle:
             mant = FLOATS.get(acc, FLOATS["float32"])[0]
             ints = ((e == 0) & (x == torch.round(x))).all(dim=dims) & (mag <= 2.0 ** (mant + 1))
             err = torch.where(ints, ZERO, err)
-            val, err, unc = _overflow(val, err, unc) if acc != "float64" else (val, err, unc)
+            if acc != "float64":
+                val, err, unc = _sum_overflow(x, val, err, mag, unc, dims, acc, u)
             return V(val, err, unc, "f")
         fn = torch.amax if red.op == "max" else torch.amin
         val = fn(x, dim=dims)  # NaN-propagating, as torch
