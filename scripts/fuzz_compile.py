@@ -3,7 +3,8 @@
 The interpreter runs the interpreter form of a kernel; the GPU runs the CUDA form, which Triton's
 frontend and passes may reject where the interpreter accepts (loop-carried type changes, compiler
 aborts: the H200 fuzz run of 2026-12-01 found 25 such cases). Triton compiles without a GPU, so
-these are caught here, in a process without TRITON_INTERPRET:
+these are caught here, in a process without TRITON_INTERPRET. A kernel in which Triton made a
+tensor-core dot that tilec did not write fails too (see `_unasked_dot`):
 
     python scripts/fuzz_compile.py 900011 902482      # fuzz seeds: OK/FAIL per kernel, exit 1 on a FAIL
     python scripts/fuzz_compile.py --file case.py     # a reproduction script (scripts/fuzz.py --show)
@@ -22,6 +23,17 @@ from pathlib import Path
 os.environ["TRITON_INTERPRET"] = "0"  # before triton is imported: real @triton.jit functions
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+
+def _unasked_dot(name: str, source: str, ttgir: str) -> str | None:
+    """A tensor-core dot that tilec did not write: Triton's combine pass rewrites
+    `tl.sum(x[:, :, None] * y[None, :, :], axis=1)` into a TF32 `tl.dot`, wrong for a k tile narrower
+    than the instruction's k (its operand is replicated: fuzz seed 900441 summed 8 times) and TF32
+    where the compute asked for float32."""
+    body = source.split(f"def {name}(", 1)[1].split("\n@triton.jit", 1)[0]
+    if "tl.dot(" not in body and ("tt.dot" in ttgir or "warp_group_dot" in ttgir):
+        return "Triton made a tl.dot of a tile sum that tilec did not lower to tl.dot"
+    return None
 
 
 def compile_case(path: str) -> list[tuple[str, str | None]]:
@@ -56,8 +68,8 @@ def compile_case(path: str) -> list[tuple[str, str | None]]:
             else:
                 sig[p.name] = "i32"
         try:
-            triton.compile(ASTSource(getattr(mod, k.name), sig, consts), target=GPUTarget("cuda", 90, 32))
-            results.append((k.name, None))
+            compiled = triton.compile(ASTSource(getattr(mod, k.name), sig, consts), target=GPUTarget("cuda", 90, 32))
+            results.append((k.name, _unasked_dot(k.name, prog.source(), compiled.asm["ttgir"])))
         except Exception as e:  # noqa: BLE001 - every compiler failure is reported
             results.append((k.name, f"{type(e).__name__}: {str(e)[-600:]}"))
     return results

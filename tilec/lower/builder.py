@@ -71,6 +71,13 @@ class AxisVal:
     mask: str | None
 
 
+def _is_product(e) -> bool:
+    """`e` is a multiplication, under any casts."""
+    while isinstance(e, Cast):
+        e = e.a
+    return isinstance(e, Binary) and e.op == "*"
+
+
 def _paren(code: str) -> str:
     """`code` wrapped in parentheses unless it is a name, a number or an indexed name."""
     import re
@@ -680,6 +687,12 @@ class KernelBuilder:
             self._check_tile_numel(x, full)
             body = self.expand(v, full, full=True)
             masks = [Val(env[a].mask, env[a].dims, "bool") for a in red.axes if env[a].mask]
+            if (red.op == "sum" and dtypes.is_float(acc_dtype) and len(full) >= 3 and not masks
+                    and _is_product(red.body)):
+                # Triton rewrites sum(x[:, :, None] * y[None, :, :], axis=1) into a TF32 tl.dot, which
+                # is wrong for a k tile narrower than its instruction (fuzz seed 900441): not a bare product
+                self.stmts.append(Comment("+ 0.0: a bare broadcast product summed is made a TF32 tl.dot by Triton"))
+                body = f"({body} + 0.0)"
             if masks:
                 m = self.combine(" & ".join(["{}"] * len(masks)), masks, "bool")
                 ident = (_IDENTITY if dtypes.is_float(acc_dtype) else _IDENTITY_INT)[red.op]
