@@ -116,6 +116,25 @@ def test_oracle_sums_overflow_at_the_accumulator_dtype():
     assert [p["kind"] for p in oracle.compare("S", torch.tensor([-65504.0, 0.0, 10.0]), got)] == ["inf"]
 
 
+def test_oracle_bounds_the_gpus_exp(monkeypatch):
+    # H200 fuzz seed 911253: Triton's exp on the GPU is ex2.approx(x * log2(e)) in float32, whose
+    # error grows with |x|; the oracle allowed 2 ulp and called exp(11.25) off by 14 ulp wrong.
+    # Here the GPU's sequence is replayed in float64 (the product rounded to float32, then an exact
+    # 2**y) plus ex2.approx's documented 2^-22.5 relative error, and must stay inside the bound.
+    monkeypatch.setattr(oracle, "interpreter", lambda: False)
+    X = tc.placeholder((4096,), "float32", name="X")
+    for fn in ("exp", "sigmoid"):
+        Y = tc.compute((4096,), lambda i: getattr(tc, fn)(X[i]), name="Y")
+        x = torch.linspace(-87.0, 87.0, 4096, dtype=torch.float32)
+        got = oracle.Oracle({}, {"X": x}).tensor(Y)
+        arg = -x if fn == "sigmoid" else x
+        y = (arg * torch.tensor(math.log2(math.e), dtype=torch.float32)).double()
+        e = torch.exp2(y) * (1 + 2.0 ** -22.5)
+        gpu = 1 / (1 + e) if fn == "sigmoid" else e
+        assert ((gpu - got.val).abs() <= got.err).all(), fn
+        assert ((gpu - got.val).abs() > 4 * oracle.U32 * got.val.abs() + 1e-30).any(), fn  # 4 ulp was too few
+
+
 def test_oracle_flags_a_wrong_result():
     X, b, R, Y = _softmaxish()
     s = tc.create_schedule(Y)

@@ -49,6 +49,7 @@ from tilec.ir.expr import (
 U32 = 2.0 ** -24           # unit roundoff of float32 arithmetic
 TINY = 1e-30               # absolute slack per float op: float32 underflow, flush-to-zero
 FLT_MAX = 3.4028234663852886e38
+FLT_MIN = 2.0 ** -126         # the smallest normal float32
 FLOATS = {"float64": (52, -1022), "float32": (23, -126), "float16": (10, -14), "bfloat16": (7, -126)}
 MAXFIN = {"float64": sys.float_info.max, "float32": FLT_MAX, "float16": 65504.0, "bfloat16": 3.3895313892515355e38}
 INTS = ("int64", "int32", "int16", "int8", "uint8")
@@ -351,9 +352,12 @@ class Oracle:
         x = as_float(a)
         ea = a.err if a.cat == "f" else ZERO
         unc = a.unc
+        # On the GPU Triton's exp is ex2.approx(x * log2(e)): the rounded product errs by up to
+        # 2|x|u in the exponent, ex2.approx by 2^-22.5 (PTX ISA); numpy's exp is within 1 ulp.
+        exp_rel = 2 * U32 if interpreter() else (2 * x.abs().nan_to_num(0.0, 0.0, 0.0) + 4) * U32
         if e.fn == "exp":
             v = torch.exp(x)
-            err = xm(torch.expm1(ea), v) + 2 * U32 * v.abs().nan_to_num(0.0, 0.0, 0.0)
+            err = xm(torch.expm1(ea), v) + exp_rel * v.abs().nan_to_num(0.0, 0.0, 0.0)
         elif e.fn == "log":
             v = torch.log(x)
             safe = x > ea
@@ -366,18 +370,23 @@ class Oracle:
             unc = unc | ((ea > 0) & (x.abs() <= ea))
             if interpreter():  # numpy's sqrt is correctly rounded
                 return fop(v, err, unc, exact=ea == 0)
+            # the GPU's is sqrt.approx.ftz: 2^-23 relative, and a subnormal input reads as 0
+            err = err + U32 * v.abs().nan_to_num(0.0, 0.0, 0.0)
+            err = torch.where((x.abs() < FLT_MIN) & (x != 0), torch.maximum(err, v.abs()), err)
         elif e.fn == "rsqrt":
             v = torch.rsqrt(x)
             safe = x > ea
             ratio = torch.where(safe, ea / torch.where(safe, x, torch.ones_like(x)), ZERO)
             err = xm(torch.pow((1 - ratio).clamp_min(1e-300), -0.5) - 1, v) + 3 * U32 * v.abs().nan_to_num(0.0, 0.0, 0.0)
             unc = unc | ((ea > 0) & (x.abs() <= ea)) | (x == 0)
-        elif e.fn == "sigmoid":
+            if not interpreter():  # rsqrt.approx.ftz: a subnormal input reads as 0 (+inf out)
+                unc = unc | ((x.abs() < FLT_MIN) & (x != 0))
+        elif e.fn == "sigmoid":  # 1 / (1 + exp(-x)): exp's relative error, scaled by 1 - sigmoid(x)
             v = torch.sigmoid(x)
-            err = 0.25 * ea + 4 * U32 * v.abs()
+            err = 0.25 * ea + (4 * U32 + exp_rel * (1 - v).abs()) * v.abs()
         elif e.fn == "silu":
             v = x * torch.sigmoid(x)
-            err = 1.1 * ea + 6 * U32 * v.abs().nan_to_num(0.0, 0.0, 0.0)
+            err = 1.1 * ea + (6 * U32 + exp_rel * (1 - torch.sigmoid(x)).abs()) * v.abs().nan_to_num(0.0, 0.0, 0.0)
         elif e.fn == "tanh":
             v = torch.tanh(x)
             err = ea + 4 * U32 * (1 + v.abs().nan_to_num(0.0, 0.0, 0.0))
