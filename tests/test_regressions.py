@@ -171,6 +171,40 @@ def test_tile_over_tritons_element_limit_is_a_lowering_error():
         tc.build(s, [X, Y])
 
 
+def test_a_tile_too_large_per_thread_is_a_lowering_error_not_a_compile_of_minutes():
+    """H200 fuzz seeds 911677, 911040, 910273 'hung': 8192, 2048 and (64 unrolled copies) 4096 values
+    per thread, which Triton compiles for minutes (and would spill to local memory)."""
+    M, N, K = tc.size_vars("M N K")
+    X = tc.placeholder((M, N), "float32", name="X")
+    Y = tc.compute((M, N), lambda i, j: X[i, j] * 2.0, name="Y")
+    s = tc.create_schedule(Y)
+    i, j = Y.axis
+    s[Y].split(i, 256)
+    s[Y].split(j, 1024)
+    with pytest.raises(tc.LoweringError, match=r"262144 elements .*: 2048 values per thread with 4 warps\. "
+                                               r"Past 1024 .* or more warps \(num_warps\)"):
+        tc.build(s, [X, Y])
+    s[Y].num_warps(8)  # 1024 per thread: builds, and is right
+    x = torch.randn(300, 1030)
+    _close(tc.build(s, [X, Y])(x), x * 2)
+    A = tc.placeholder((M, K), "float32", name="A")
+    k = tc.reduce_axis(K, name="k")
+    C = tc.compute((M,), lambda i: tc.sum(A[i, k], axis=k), name="C")
+    s = tc.create_schedule(C)
+    (i,) = C.axis
+    io, ii = s[C].split(i, 128)
+    ko, ki = s[C].split(k, 512)
+    kio, kii = s[C].split(ki, 64)
+    s[C].reorder(io, ko, kio, ii, kii)
+    s[C].unroll(kio)  # 8 copies of a 128 x 64 tile: 64 values per thread each with 4 warps, 512 in all
+    a = torch.randn(130, 600)
+    _close(tc.build(s, [A, C])(a), a.sum(1))
+    s[C].num_warps(1)  # 256 each on one warp, 2048 in all
+    with pytest.raises(tc.LoweringError, match=r"8192 elements .*, in 8 unrolled copies: 2048 values per thread "
+                                               r"with 1 warp\. "):
+        tc.build(s, [A, C])
+
+
 def test_resources_of_a_cache_of_a_computed_index():
     """kernel.resources raised ValueError: the box of a non-affine read is unbounded in isl."""
     M, N = tc.size_vars("M N")

@@ -509,7 +509,7 @@ def test_more_storage_refusals(tmp_path, monkeypatch):
 
     def refuse(*a, **k):
         raise sqlalchemy.exc.OperationalError("CREATE TABLE", {}, Exception("disk I/O error"))
-    monkeypatch.setattr(optuna.storages, "RDBStorage", refuse)
+    monkeypatch.setattr(tstorage, "HeartbeatStorage", refuse)
     monkeypatch.setattr(tstorage.time, "sleep", lambda s: None)
     with pytest.raises(tc.ArgumentError, match=r"storage sqlite:///.*fine.db cannot be opened as an optuna "
                                                r"storage: .*disk I/O error"):

@@ -153,6 +153,9 @@ class KernelBuilder:
 
     def __init__(self, program, root: Placed):
         self.p, self.root_placed, self.root, self.config = program, root, root.stage, program.config
+        warps = root.layout.stage.warps if root.layout.stage.warps is not None else self.root.warps
+        self.warps = factor_value(warps, self.config) if warps is not None else 4
+        self.unrolled = 1  # copies of the code being emitted: the product of the enclosing unrolled loops
         self.params: dict[str, Param] = {}
         self.names: set[str] = set()
         self.dim_order: list[str] = []
@@ -560,10 +563,18 @@ class KernelBuilder:
         for d in dims:
             ext = self.dim_extent[d]
             numel *= int(ext) if ext.isdigit() else self.config[ext]
+        shape = " x ".join(f"{d}={self.dim_extent[d]}" for d in self._order(dims))
         if numel > targets.MAX_TILE_NUMEL:
-            shape = " x ".join(f"{d}={self.dim_extent[d]}" for d in self._order(dims))
             raise LoweringError(f"{x.name} works on a tile of {numel} elements ({shape}), but Triton's tensors "
                                 f"hold at most {targets.MAX_TILE_NUMEL}; use smaller split factors")
+        per_thread = numel * self.unrolled // (32 * self.warps)
+        if per_thread > targets.MAX_PER_THREAD:
+            copies = f", in {self.unrolled} unrolled copies" if self.unrolled > 1 else ""
+            raise LoweringError(
+                f"{x.name} works on a tile of {numel} elements ({shape}){copies}: {per_thread} values per "
+                f"thread with {self.warps} warp{'s' if self.warps != 1 else ''}. Past {targets.MAX_PER_THREAD} Triton compiles for minutes "
+                f"and the kernel spills its registers to local memory; use smaller split factors, unroll "
+                f"less, or more warps (num_warps)")
 
     def _attached(self, placed: Placed, level: int, which: str, out: list) -> None:
         """Emit what is placed at `placed`'s loop `level`: caches and producers first, consumers after."""
@@ -629,10 +640,15 @@ class KernelBuilder:
         """Loop n of a stage: offsets it defines, what is placed in it, the inner part, consumers."""
         loop = self.open_loop(placed.stage, placed.layout, loop_vars, n, out)
         self.scopes.append({})
+        copies = self.unrolled
+        if placed.layout.kind[placed.layout.loops[n]] == "unroll":
+            ext = placed.layout.loops[n].extent  # a Const or a Knob (placement checks)
+            self.unrolled *= max(1, ext.value if isinstance(ext, Const) else factor_value(ext, self.config))
         define(defs[n], loop.body)
         self._attached(placed, n, "producer", loop.body)
         inner(loop.body)
         self._attached(placed, n, "consumer", loop.body)
+        self.unrolled = copies
         self.scopes.pop()
 
     def open_loop(self, x, lay, loop_vars, n, out) -> For:
@@ -802,13 +818,12 @@ class KernelBuilder:
         self.stmts = body
         self.emit_stage(self.root_placed, body)
         lay = self.root_placed.layout
+        warps = self.warps
         grid = [Const(1, "int32")] * 3
         for a in lay.grid:
             grid[lay.stage.binds[a]] = a.extent
         ndim = max([lay.stage.binds[a] + 1 for a in lay.grid], default=1)
         grid = grid[:ndim]
-        warps = lay.stage.warps if lay.stage.warps is not None else self.root.warps
-        warps = factor_value(warps, self.config) if warps is not None else 4
         kinds = {"tensor": 0, "size": 1, "stride": 2, "constexpr": 3}
         size_order = list(dict.fromkeys(n.name for t in self.p.sched.tensors.values() for e in t.shape
                                         for n in walk(e) if isinstance(n, SizeVar)))

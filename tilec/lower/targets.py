@@ -11,6 +11,10 @@ Golden tests pin the "cuda" form; `tests/test_golden.py` checks that the forms d
 from __future__ import annotations
 
 MAX_TILE_NUMEL = 1 << 20  # triton.language.TRITON_MAX_TENSOR_NUMEL: elements of one tensor
+# values of one tile (times the copies an unrolled loop makes) per thread: past this, Triton 3.6
+# compiles for minutes (sm_90: 4096 per thread takes 10-30 s; 2048 with two 4-d permutes, 158 s) and
+# the kernel spills to local memory. A 256 x 256 float32 accumulator with 8 warps is 256.
+MAX_PER_THREAD = 1024
 
 NATIVE_DOT = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
 
