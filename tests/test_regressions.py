@@ -187,6 +187,14 @@ def test_a_tile_too_large_per_thread_is_a_lowering_error_not_a_compile_of_minute
     s[Y].num_warps(8)  # 1024 per thread: builds, and is right
     x = torch.randn(300, 1030)
     _close(tc.build(s, [X, Y])(x), x * 2)
+    v = tc.placeholder((M,), "float32", name="v")  # seed 912377: a value of 256 stored broadcast to 262144
+    B = tc.compute((M, N), lambda i, j: v[i] * 2.0, name="B")
+    s = tc.create_schedule(B)
+    i, j = B.axis
+    s[B].split(i, 256)
+    s[B].split(j, 1024)
+    with pytest.raises(tc.LoweringError, match=r"B works on a tile of 262144 elements"):
+        tc.build(s, [v, B])
     A = tc.placeholder((M, K), "float32", name="A")
     k = tc.reduce_axis(K, name="k")
     C = tc.compute((M,), lambda i: tc.sum(A[i, k], axis=k), name="C")

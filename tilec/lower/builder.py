@@ -803,6 +803,7 @@ class KernelBuilder:
             if t.name not in self.stores:
                 self.stores.append(t.name)
             addr = self.address(ptr, t, [Val(env[a].code, env[a].dims, "int32") for a in t.axis])
+            self._check_tile_numel(x, addr.dims)  # the value is broadcast to the stored tile
             code = f"tl.store({addr.code}, {self.expand(val, addr.dims, full=True)}"
             masks = [Val(env[a].mask, env[a].dims, "bool") for a in t.axis if env[a].mask]
             if masks:
