@@ -8,6 +8,7 @@ tensor-core dot that tilec did not write fails too (see `_unasked_dot`):
 
     python scripts/fuzz_compile.py 900011 902482      # fuzz seeds: OK/FAIL per kernel, exit 1 on a FAIL
     python scripts/fuzz_compile.py --file case.py     # a reproduction script (scripts/fuzz.py --show)
+    python scripts/fuzz_compile.py --random 500 --seed 1   # a campaign: every case's CUDA form
 """
 
 from __future__ import annotations
@@ -75,11 +76,95 @@ def compile_case(path: str) -> list[tuple[str, str | None]]:
     return results
 
 
+def _compile_in_child(path: str, timeout: float) -> tuple[str, list]:
+    """compile_case in a forked process (a Triton abort kills the child, not the campaign):
+    ("refused", [message]) | ("compiled", [(kernel, error or None)]) | ("failed", [why])."""
+    import json
+    import signal
+    import time
+
+    from tilec.errors import TilecError
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: compile, report as JSON, exit without cleanup
+        os.close(r)
+        try:
+            out = ("compiled", compile_case(path))
+        except TilecError as e:
+            out = ("refused", [f"{type(e).__name__}: {str(e)[:160]}"])
+        except BaseException as e:  # noqa: BLE001 - an internal error of the CUDA form is a failure
+            out = ("failed", [f"internal {type(e).__name__}: {str(e)[-600:]}"])
+        with os.fdopen(w, "w") as f:
+            f.write(json.dumps(out))
+        os._exit(0)
+    os.close(w)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(r)
+        return "failed", [f"compiling took over {timeout:g} s"]
+    with os.fdopen(r) as f:
+        text = f.read()
+    if os.WIFSIGNALED(status):
+        return "failed", [f"the compiler died of signal {os.WTERMSIG(status)} (an abort inside Triton)"]
+    kind, items = json.loads(text)
+    return kind, [tuple(i) if isinstance(i, list) else i for i in items]
+
+
+def campaign(first: int, cases: int, budget: float, timeout: float, log=print) -> dict:
+    """Compile the CUDA form of fuzz cases first, first+1, ... for sm_90; returns the counts and the
+    failing seeds. Stops starting cases after `budget` seconds."""
+    import time
+
+    from tests.fuzz import gen
+
+    counts = {"cases": 0, "refused": 0, "compiled": 0, "failed": 0, "kernels": 0}
+    failures = []
+    t0 = time.monotonic()
+    for seed in range(first, first + cases):
+        if time.monotonic() - t0 > budget:
+            break
+        case, _ = gen.generate(seed)
+        path = Path(tempfile.gettempdir()) / f"tilec_fuzz_case_{seed}.py"
+        path.write_text(case.script())
+        kind, items = _compile_in_child(str(path), timeout)
+        counts["cases"] += 1
+        if kind == "compiled":
+            counts["kernels"] += len(items)
+            bad = [f"{name}: {err}" for name, err in items if err]
+            kind, items = ("failed", bad) if bad else ("compiled", items)
+        counts[kind] += 1
+        if kind == "failed":
+            failures.append((seed, items))
+            log(f"FAIL seed {seed}: " + "; ".join(items)[:600])
+        path.unlink()
+    counts["seconds"] = round(time.monotonic() - t0, 1)
+    counts["failures"] = failures
+    return counts
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("seeds", nargs="*", type=int)
     ap.add_argument("--file", action="append", default=[], help="a reproduction script (repeatable)")
+    ap.add_argument("--random", type=int, default=0, metavar="N",
+                    help="compile the CUDA form of N fuzz cases from --seed on (a campaign)")
+    ap.add_argument("--seed", type=int, default=1, help="first seed of --random")
+    ap.add_argument("--time-budget", type=float, default=float("inf"), help="seconds of --random")
+    ap.add_argument("--timeout", type=float, default=60.0, help="seconds one case may compile")
     a = ap.parse_args()
+    if a.random:
+        c = campaign(a.seed, a.random, a.time_budget, a.timeout)
+        print(f"cases: {c['cases']} in {c['seconds']} s; refused: {c['refused']}; compiled: {c['compiled']} "
+              f"({c['kernels']} kernels); failed: {c['failed']}")
+        return 1 if c["failed"] else 0
     paths = list(a.file)
     for seed in a.seeds:
         out = Path(tempfile.gettempdir()) / f"tilec_fuzz_case_{seed}.py"

@@ -5,6 +5,8 @@
 each commit tries new cases, and fails listing every failing case's seed and reduced reproduction
 script. Replay one with `python scripts/fuzz.py --cases 1 --seed SEED`.
 
+`test_fuzz_cuda_compile_campaign` compiles the CUDA form of other cases for sm_90 on the CPU (60 s).
+
 The other tests check the fuzzer: the oracle agrees with PyTorch on a known compute and flags a wrong
 result, the sentinels catch out-of-bounds and missing writes, cases are reproducible from their seed and
 their script, and the runner classifies hung and crashed workers and reduces a failing case.
@@ -55,6 +57,23 @@ def test_fuzz_campaign():
                 parts.append(f"  reproduction (seed {seed}, {note}):\n{script}")
         pytest.fail("\n".join(parts), pytrace=False)
     assert not stats.fuzzer_errors, f"the fuzzer itself failed: {dict(stats.fuzzer_errors)}"
+
+
+def test_fuzz_cuda_compile_campaign():
+    """The CUDA form of fuzz cases, compiled for sm_90 on this CPU (scripts/fuzz_compile.py): what the
+    interpreter cannot see (Triton frontend errors, compiler aborts, dots Triton made that tilec did
+    not write, compiles of minutes) fails here. 60 s (`TILEC_FUZZ_COMPILE_SECONDS`; 0 skips it)."""
+    budget = float(os.environ.get("TILEC_FUZZ_COMPILE_SECONDS", "60"))
+    if budget <= 0:
+        pytest.skip("TILEC_FUZZ_COMPILE_SECONDS=0")
+    seed0 = _start_seed() + 50_000_000  # other seeds than the interpreter campaign's
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "fuzz_compile.py"), "--random", "100000",
+                          "--seed", str(seed0), "--time-budget", str(budget), "--timeout", "60"],
+                         capture_output=True, text=True, cwd=ROOT, env=env, timeout=budget + 300)
+    print(run.stdout[-2000:])
+    assert run.returncode == 0, f"from seed {seed0}:\n{run.stdout[-6000:]}\n{run.stderr[-3000:]}"
+    assert "compiled: 0 " not in run.stdout, run.stdout  # it compiled something
 
 
 # ---------------------------------------------------------------------------------------------
