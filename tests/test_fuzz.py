@@ -154,6 +154,23 @@ def test_oracle_bounds_the_gpus_exp(monkeypatch):
         assert ((gpu - got.val).abs() > 4 * oracle.U32 * got.val.abs() + 1e-30).any(), fn  # 4 ulp was too few
 
 
+def test_oracle_error_bounds_are_never_nan():
+    # fuzz seed 20011781: exp(-Y) with Y ~ 27000 known to +-1400 underflows to 0, and its bound was
+    # inf * 0 = NaN; the rounding point then read NaN as "exact" (tol 0) and called a correct
+    # float16-accumulated sum wrong
+    X = tc.placeholder((1, 8), "float32", name="X")
+    k = tc.reduce_axis(8, name="k")
+    R = tc.compute((1,), lambda i: tc.sum(tc.abs(X[i, k]), axis=k, acc_dtype="float16"), name="R", dtype="float32")
+    Y = tc.compute((1, 8), lambda i, j: tc.exp(R[i]), name="Y")
+    Z = tc.compute((1, 8), lambda i, j: R[i] + tc.exp(-Y[i, j]), name="Z")
+    x = torch.full((1, 8), 1.2763)
+    o = oracle.Oracle({}, {"X": x})
+    r, z = o.tensor(R), o.tensor(Z)
+    assert r.err.item() > 0 and torch.isfinite(o.tensor(Y).err).all()
+    assert torch.allclose(z.err, r.err.expand(1, 8), rtol=1e-3)  # exp(-Y) is 0 either way: R's error
+    assert oracle.compare("Z", torch.full((1, 8), float(r.val) + float(r.err) / 2), z) == []
+
+
 def test_oracle_flags_a_wrong_result():
     X, b, R, Y = _softmaxish()
     s = tc.create_schedule(Y)

@@ -99,8 +99,13 @@ def as_int(v: V) -> torch.Tensor:
 
 
 def xm(e: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    """e * |x| with 0 * inf = 0 (an exact value times anything adds no error)."""
-    return torch.where(e == 0, ZERO, e * x.abs())
+    """e * |x| with 0 * inf = 0 (an exact value times anything adds no error), and an unbounded error
+    times 0 unbounded (inf: an error bound is never NaN, which every comparison would read as 0)."""
+    return torch.where(e == 0, ZERO, _unknown_nan(e * x.abs()))
+
+
+def _unknown_nan(err: torch.Tensor) -> torch.Tensor:
+    return torch.where(torch.isnan(err), math.inf, err)
 
 
 def ulp(x: torch.Tensor, dtype: str) -> torch.Tensor:
@@ -125,7 +130,7 @@ def round_float(v: V, dtype: str) -> V:
     if dtype == "bfloat16" and interpreter():
         err = e + step
     else:
-        err = torch.where(e > 0, e + step, ZERO)
+        err = torch.where(e == 0, ZERO, _unknown_nan(e + step))
     return V(r, torch.where(torch.isfinite(r), err, ZERO), unc, "f")
 
 
@@ -144,7 +149,7 @@ def convert(v: V, dtype: str) -> V:
     if cat == "b":
         if v.cat == "f":
             x, e = v.val, v.err
-            unc = v.unc | ((e > 0) & (x.abs() <= e))
+            unc = v.unc | ((e != 0) & ~(x.abs() > e))
             return V(x != 0, ZERO, unc, "b")
         return V(v.val != 0, ZERO, v.unc, "b")
     lo, hi = INT_RANGE[dtype]
@@ -186,6 +191,7 @@ def fop(val, err, unc, u=U32, exact=None) -> V:
     """A float32 result: add the rounding of this op, then model overflow. Where `exact` (operands
     without error, a correctly rounded op) and the result is a float32 number, the op is exact."""
     step = u * val.abs().nan_to_num(0.0, 0.0, 0.0) + TINY
+    err = _unknown_nan(err)
     if exact is not None:
         step = torch.where(exact & (val.to(torch.float32).to(torch.float64) == val), ZERO, step)
     err = err + step
@@ -357,7 +363,9 @@ class Oracle:
         exp_rel = 2 * U32 if interpreter() else (2 * x.abs().nan_to_num(0.0, 0.0, 0.0) + 4) * U32
         if e.fn == "exp":
             v = torch.exp(x)
-            err = xm(torch.expm1(ea), v) + exp_rel * v.abs().nan_to_num(0.0, 0.0, 0.0)
+            # exp(x + ea) - exp(x): where exp(x) underflows to 0 a relative bound would say 0
+            err = torch.where(ea == 0, ZERO, _unknown_nan(torch.exp(x + ea) - v)) \
+                + exp_rel * v.abs().nan_to_num(0.0, 0.0, 0.0)
         elif e.fn == "log":
             v = torch.log(x)
             safe = x > ea
@@ -487,7 +495,7 @@ class Oracle:
             return fop(v, ex + ey, unc, exact=exact)
         if op == "*":
             v = x * y
-            err = xm(ex, y) + xm(ey, x) + ex * ey
+            err = xm(ex, y) + xm(ey, x) + xm(ex, ey)
             unc = unc | ((ex > 0) & (x.abs() <= ex) & torch.isinf(y)) | ((ey > 0) & (y.abs() <= ey) & torch.isinf(x))
             return fop(v, err, unc, exact=exact)
         if op == "/":
