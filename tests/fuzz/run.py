@@ -141,7 +141,11 @@ def execute(case, ns: dict | None = None) -> dict:
         except Exception as e:  # noqa: BLE001
             return _internal("build", e, names)
         work = estimate_work(kernel, args["sizes"])
-        if work is None or work <= MAX_WORK or attempt_ == 5 or not _shrink(case):
+        if work is None or work <= MAX_WORK:
+            break
+        if attempt_ == 5 or not _shrink(case):
+            if work > SLOW_WORK:  # the loop extents are constants no size shrinks: not runnable here
+                return dict(status="slow", work=work)
             break
         try:  # too slow for the interpreter: the same case with smaller sizes
             ns = gen.exec_case(case)
@@ -159,6 +163,7 @@ def execute(case, ns: dict | None = None) -> dict:
 
 
 MAX_WORK = 30_000  # interpreted ops per case (about 150 us each), estimated from the loop nests
+SLOW_WORK = 300_000  # past this after shrinking (about 45 s and more) the case is counted "slow", not run
 
 
 def estimate_work(kernel, sizes: dict) -> int | None:
@@ -687,6 +692,9 @@ class Stats:
         unc = sum(self.uncertain) / max(len(self.uncertain), 1)
         lines.append(f"correct: {self.status['correct']} (mean share of output elements the oracle left "
                      f"undecided: {unc:.3f})")
+        if self.status["slow"]:
+            lines.append(f"slow: {self.status['slow']} (built, but over {SLOW_WORK} interpreted ops even at the "
+                         f"smallest sizes: not run)")
         for st in FAILURES:
             lines.append(f"{st}: {self.status[st]}")
         if self.status["fuzzer-error"]:
