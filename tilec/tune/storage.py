@@ -209,6 +209,7 @@ class HeartbeatStorage(optuna.storages.RDBStorage):
 
     def _get_stale_trial_ids(self, study_id):
         import datetime
+
         from optuna.storages._rdb import models
         stale = super()._get_stale_trial_ids(study_id)
         limit = datetime.timedelta(seconds=(self.grace_period or 2 * self.heartbeat_interval) + BEATLESS_LIMIT)
