@@ -5,6 +5,9 @@ The pipeline, one package per step:
   -> runtime (compile, launch)      plus tune (knobs, search).
 """
 
+# `tc.lower` and `tc.tune` are the subpackages, and calling one calls its function: tc.lower(s) is
+# tilec.lower.lower(s), and `import tilec.tune.study` reaches the module (tilec/_callable.py).
+from tilec import lower, tune
 from tilec.errors import ArgumentError, IllegalScheduleError, LoweringError, TilecError
 from tilec.ir import (
     Tensor,
@@ -28,16 +31,14 @@ from tilec.ir import (
     tanh,
     where,
 )
-from tilec.lower import lower
 from tilec.poly.footprint import analyze
 from tilec.runtime import Kernel, build
 from tilec.schedule import Knob, Schedule, Stage, create_schedule, knob
-from tilec.tune import ShapeMix, Tuned, TuningInterrupted, tune
-
-__version__ = "0.1.0"
+from tilec.tune import ShapeMix, Tuned, TuningInterrupted
+from tilec.version import __version__
 
 __all__ = [
-    "ArgumentError", "IllegalScheduleError", "Kernel", "Knob", "LoweringError", "Schedule", "ShapeMix", "Stage",
+    "__version__", "ArgumentError", "IllegalScheduleError", "Kernel", "Knob", "LoweringError", "Schedule", "ShapeMix", "Stage",
     "Tuned", "TuningInterrupted", "tune",
     "Tensor", "TilecError", "abs", "analyze", "assume", "build", "compute", "create_schedule", "exp", "knob", "log", "lower",
     "max", "maximum", "min", "minimum", "placeholder", "reduce_axis", "rsqrt", "sigmoid", "silu",

@@ -20,6 +20,7 @@ from tilec.ir.expr import size_text
 from tilec.poly.model import NotAffine, aff, model_of
 from tilec.poly.timemap import TimeMaps
 from tilec.schedule.placement import Plan
+from tilec.schedule.schedule import set_primitive_check
 
 
 @functools.lru_cache(maxsize=64)
@@ -219,3 +220,6 @@ def bounds_violation(sched, config=None, outputs=None):
                             f"{p.name} at root, or give the two stages the same extent",
                     {"stage": p.name, "axis": axis.name, "sizes": sizes})
     return None
+
+
+set_primitive_check(check_schedule)  # every schedule primitive runs this check (schedule/schedule.py)

@@ -38,6 +38,18 @@ class Fuse:
     fused: IterVar
 
 
+# The legality check each primitive runs lives above this package, in tilec.poly (isl); it hands
+# itself here when tilec.poly.legality is imported, which `import tilec` (run before any tilec
+# submodule) always does. Schedules record decisions; they do not import the analysis.
+_primitive_check = None
+
+
+def set_primitive_check(check) -> None:
+    """Install `check(sched, primitive=..., stage=...)`, run after every primitive (tilec.poly does)."""
+    global _primitive_check
+    _primitive_check = check
+
+
 def checked(fn):
     """Make a primitive atomic and checked: after it runs, isl checks the whole schedule (knobs at
     their defaults); if the schedule became illegal the primitive is undone and the error raised.
@@ -51,10 +63,11 @@ def checked(fn):
         sched._in_primitive = True
         try:
             result = fn(self, *args, **kwargs)
-            from tilec.poly.legality import check_schedule
+            if _primitive_check is None:  # pragma: no cover - `import tilec` installs it
+                raise RuntimeError("no legality check installed: import tilec (tilec.poly.legality) first")
             call = _call_text(fn.__name__, self, args)
             try:
-                check_schedule(sched, primitive=call, stage=self if self.kind == "compute" else None)
+                _primitive_check(sched, primitive=call, stage=self if self.kind == "compute" else None)
             except LoweringError:
                 pass  # not lowerable yet: tc.build checks it again with the real config
         except BaseException:

@@ -1,7 +1,10 @@
 """Autotuning: knobs -> feasibility pruning -> cost-model seeds -> optuna study, measured in worker
 processes -> plan."""
 
+from tilec._callable import make_callable
 from tilec.tune.mix import ShapeMix
 from tilec.tune.study import Tuned, TuningInterrupted, tune
 
 __all__ = ["ShapeMix", "Tuned", "TuningInterrupted", "tune"]
+
+make_callable(__name__, tune)  # tc.tune(...) is tune(...); tilec.tune stays this package

@@ -46,7 +46,6 @@ from pathlib import Path
 import optuna
 import torch
 
-import tilec
 from tilec.errors import ArgumentError
 from tilec.poly.footprint import SHARED_LIMIT
 from tilec.runtime import triton_compat
@@ -58,6 +57,7 @@ from tilec.tune.plans import describe, options
 from tilec.tune.space import SearchSpace
 from tilec.tune.storage import check_storage, default_storage, make_storage
 from tilec.tune.workers import Interrupted, Job, make_pool
+from tilec.version import __version__
 
 __all__ = ["FINISHED", "TuningInterrupted", "Tuned", "default_storage", "make_storage", "study_key", "tune"]
 
@@ -116,7 +116,7 @@ def study_key(sched, mix: ShapeMix, args, shared_limit: int = SHARED_LIMIT) -> s
         "args": [[a.name, str(a.dtype), [repr(e) for e in a.shape], bool(a.is_placeholder)] for a in args],
         "shared_limit": shared_limit,
         "device": _device_name(),
-        "versions": [tilec.__version__, triton_compat.triton().__version__, torch.__version__],
+        "versions": [__version__, triton_compat.triton().__version__, torch.__version__],
     }
     return "tilec-" + hashlib.sha256(json.dumps(desc, sort_keys=True).encode()).hexdigest()[:16]
 

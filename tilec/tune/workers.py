@@ -266,8 +266,8 @@ def _zygote(ctl, job: Job, ppid: int) -> None:
 def _rebuild(recipe: dict) -> Job:
     """In a spawned zygote: the Job from the recipe's file, checked against the tuning process's."""
     sys.path[:0] = [p for p in recipe["sys_path"] if p not in sys.path]
-    from tilec.cli import load_file, make_schedule
     from tilec.tune.mix import ShapeMix
+    from tilec.tune.userfile import load_file, make_schedule
     module = load_file(recipe["file"])
     sched, args = make_schedule(module, recipe["file"])
     knobs = {n: list(k.choices) for n, k in sched.knobs.items()}

@@ -1,0 +1,57 @@
+"""Loading a user's schedule file (`make()` -> (schedule, args)), for the `tilec` command and for
+tuning workers that rebuild the schedule from the file where they cannot be forked."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+from tilec.errors import TilecError
+from tilec.schedule import Schedule
+
+
+class UserError(Exception):
+    """Something the user can fix: printed as one `error: ...` line, exit status 2."""
+
+
+def load_file(path: str):
+    """Import a Python file by path (its directory first on sys.path, so `import common` works)."""
+    p = Path(path)
+    if not p.is_file():
+        raise UserError(f"no such file: {path}")
+    p = p.resolve()
+    if str(p.parent) not in sys.path:
+        sys.path.insert(0, str(p.parent))
+    name = f"tilec_user_{p.stem}"
+    spec = importlib.util.spec_from_file_location(name, p)
+    if spec is None or spec.loader is None:
+        raise UserError(f"{path}: cannot be imported as a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except TilecError:
+        raise
+    except Exception as e:
+        raise UserError(f"{path}: importing it raised {type(e).__name__}: {e}") from e
+    return module
+
+
+def make_schedule(module, path: str):
+    """Call the file's make(); check it returned (schedule, args)."""
+    make = getattr(module, "make", None)
+    if not callable(make):
+        raise UserError(f"{path} defines no make(); it must define make() -> (schedule, args), "
+                        f"like examples/matmul.py")
+    try:
+        out = make()
+    except TilecError:
+        raise
+    except Exception as e:
+        raise UserError(f"{path}: make() raised {type(e).__name__}: {e}") from e
+    if not (isinstance(out, (tuple, list)) and len(out) == 2 and isinstance(out[0], Schedule)
+            and isinstance(out[1], (list, tuple))):
+        raise UserError(f"{path}: make() must return (schedule, args), e.g. (s, [A, W, Y]); got "
+                        f"{type(out).__name__}")
+    return out[0], list(out[1])

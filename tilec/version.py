@@ -1,0 +1,4 @@
+"""tilec's version, in a module of its own so that any layer can read it without importing the
+top-level package."""
+
+__version__ = "0.1.0"
