@@ -101,3 +101,29 @@ def test_grid_dim_limit_is_reported():
     k = tc.build(s, [X, Z])
     with pytest.raises(tc.LoweringError, match="65535 on grid dims 1 and 2"):
         k(torch.randn(70000))
+
+
+def test_a_kernel_too_large_for_the_device_is_a_lowering_error(monkeypatch):
+    """Fuzz seed 922140 on the H200: a tl.dot whose operand tile (64 x 1024 float32) Triton stages in
+    shared memory needs more than the device has; Triton raises OutOfResources at the first launch,
+    which must reach the user as a LoweringError that says what to change, not an internal error."""
+    from triton.runtime.errors import OutOfResources
+
+    X, Y, Z = _axpy()
+    k = tc.build(tc.create_schedule(Z), [X, Y, Z])
+    mod = kernel_mod.load_module(k.source)
+    name = k.program.kernels[0].name
+
+    class TooLarge:
+        __name__ = name
+
+        def __getitem__(self, grid):
+            def launch(**kwargs):
+                raise OutOfResources(262144, 232448, "shared memory")
+            return launch
+
+    monkeypatch.setattr(mod, name, TooLarge())
+    x = torch.randn(37, 45)
+    with pytest.raises(tc.LoweringError, match=rf"{name}: the compiled kernel needs more shared memory .*"
+                                               r"262144 needed, 232448 available.*smaller split factors"):
+        k(x, x)

@@ -194,7 +194,10 @@ class Kernel:
         for name, shape, dt in buffer_shapes:
             buffers[name] = torch.empty(shape, dtype=dt, device=device)
         for fn, grid, static, tensor_params in launches:
-            fn[grid](**static, **{p: buffers[p] for p in tensor_params})
+            try:
+                fn[grid](**static, **{p: buffers[p] for p in tensor_params})
+            except triton_compat.out_of_resources() as e:
+                raise _too_large(fn, e) from e
         return outs[0] if n_out == 1 else tuple(outs)
 
     def _check_no_grad(self, tensors, outs) -> None:
@@ -326,6 +329,17 @@ class Kernel:
                 raise ArgumentError(f"out {t.name}: its strides {x.stride()} make elements overlap or leave "
                                     f"gaps; pass a dense tensor (e.g. torch.empty(...) or .contiguous())")
         return out
+
+
+def _too_large(fn, e) -> LoweringError:
+    """Triton compiled the kernel but the device cannot run it (tl.dot operands and pipelined loads are
+    staged in shared memory, whose use tilec does not know before Triton compiles): say what to change."""
+    what = getattr(e, "name", "resources")
+    need, limit = getattr(e, "required", None), getattr(e, "limit", None)
+    amount = f" ({need} needed, {limit} available)" if need is not None and limit is not None else ""
+    name = getattr(fn, "__name__", None) or getattr(getattr(fn, "fn", None), "__name__", "the kernel")
+    return LoweringError(f"{name}: the compiled kernel needs more {what} than one program may use{amount}; "
+                         f"use smaller split factors (tiles), fewer pipeline stages, or num_warps that fit")
 
 
 def _dense(x: torch.Tensor) -> bool:

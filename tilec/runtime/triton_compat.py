@@ -42,6 +42,21 @@ def triton():
     return _triton
 
 
+@functools.cache
+def out_of_resources() -> type[BaseException]:
+    """Triton's error for a compiled kernel that needs more shared memory (or registers) than the device
+    has; raised at the first launch."""
+    try:
+        from triton.runtime.errors import OutOfResources
+    except ImportError:  # pragma: no cover - every Triton since 2.1 has it
+        return _Never
+    return OutOfResources
+
+
+class _Never(Exception):
+    """An exception nothing raises (what out_of_resources gives when Triton lacks the error)."""
+
+
 def _fix_interpreter_comparisons() -> None:
     """Triton 3.6's interpreter types a comparison's result like its operands (float32 for floats)
     instead of int1. On 0-d values it then converts the bools to float32, and `(x > 0.5) | mask`
