@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from computes import gemm, tile_gemm
 
 import tilec as tc
 
@@ -126,11 +127,9 @@ def test_specialize_to_a_size_the_tile_does_not_divide_keeps_the_mask():
 
 
 def test_reduction_mask_dropped_by_a_fact_on_k():
-    M, N, K = tc.size_vars("M N K")
-    A = tc.placeholder((M, K), "float32", name="A")
-    W = tc.placeholder((K, N), "float32", name="W")
-    k = tc.reduce_axis(K, name="k")
-    C = tc.compute((M, N), lambda i, j: tc.sum(A[i, k] * W[k, j], axis=k), name="C")
+    A, W, C = gemm()
+    K = A.shape[1]
+    (k,) = C.reduce_axis
     s = tc.create_schedule(C)
     io, jo, ii, ji = s[C].tile(*C.axis, 16, 16)
     ko, ki = s[C].split(k, 32)
@@ -232,19 +231,9 @@ def test_gemm_silu_footprints(config):
 def test_footprint_bytes_follow_the_dtype():
     """The same schedule in float32: boxes unchanged, bytes doubled."""
     s16, _ = matmul_silu.make()
-    M, N, K = tc.size_vars("M N K")
-    A = tc.placeholder((M, K), "float32", name="A")
-    W = tc.placeholder((K, N), "float32", name="W")
-    k = tc.reduce_axis(K, name="k")
-    C = tc.compute((M, N), lambda i, j: tc.sum(A[i, k] * W[k, j], axis=k), name="C")
+    A, W, C = gemm()
     s = tc.create_schedule(C)
-    i, j = C.axis
-    io, ii = s[C].split(i, 64)
-    jo, ji = s[C].split(j, 128)
-    ko, ki = s[C].split(k, 32)
-    s[C].reorder(io, jo, ko, ii, ji, ki)
-    s[C].bind(io, "program_id.0")
-    s[C].bind(jo, "program_id.1")
+    ko = tile_gemm(s, C, 64, 128, 32)["ko"]
     s.cache_read(A, "shared", readers=[C]).compute_at(s[C], ko)
     s.cache_read(W, "shared", readers=[C]).compute_at(s[C], ko)
     s[C].pipeline(ko, stages=2)

@@ -8,6 +8,7 @@ import re
 
 import pytest
 import torch
+from computes import design_knobs, gemm_silu, prologue_gemm, tile_gemm
 
 import tilec as tc
 
@@ -15,32 +16,13 @@ import tilec as tc
 # helpers
 
 
-def gemm_silu():
-    """The GEMM + SiLU computation of DESIGN.md section 1 (float32, symbolic M, N, K)."""
-    M, N, K = tc.size_vars("M N K")
-    A = tc.placeholder((M, K), "float32", name="A")
-    W = tc.placeholder((K, N), "float32", name="W")
-    k = tc.reduce_axis(K, name="k")
-    C = tc.compute((M, N), lambda i, j: tc.sum(A[i, k] * W[k, j], axis=k, acc_dtype="float32"),
-                   name="C", dtype="float32")
-    Y = tc.compute((M, N), lambda i, j: tc.silu(C[i, j]), name="Y")
-    return A, W, C, Y
-
-
 def gemm_silu_schedule(bind_jo=True):
-    """DESIGN.md's schedule up to (not including) the placement of Y; returns (s, tensors, axes)."""
+    """DESIGN.md's schedule up to (not including) the caches and the placement of Y: C tiled by
+    DESIGN's knobs; returns (s, tensors, axes)."""
     A, W, C, Y = gemm_silu()
     s = tc.create_schedule(Y)
-    i, j = C.axis
-    (k,) = C.reduce_axis
-    io, ii = s[C].split(i, tc.knob("BM", [16, 32]))
-    jo, ji = s[C].split(j, tc.knob("BN", [16, 32]))
-    ko, ki = s[C].split(k, tc.knob("BK", [16, 32]))
-    s[C].reorder(io, jo, ko, ii, ji, ki)
-    s[C].bind(io, "program_id.0")
-    if bind_jo:
-        s[C].bind(jo, "program_id.1")
-    return s, (A, W, C, Y), dict(io=io, ii=ii, jo=jo, ji=ji, ko=ko, ki=ki)
+    ax = tile_gemm(s, C, *design_knobs(), bind_jo=bind_jo)
+    return s, (A, W, C, Y), ax
 
 
 def elementwise():
@@ -717,20 +699,10 @@ def test_fused_consumer_reads_other_positions():
 
 
 def test_producer_at_consumer_with_a_free_axis():
-    M, N, K = tc.size_vars("M N K")
-    A = tc.placeholder((M, K), "float32", name="A")
-    W = tc.placeholder((K, N), "float32", name="W")
-    P = tc.compute((M, K), lambda i, kk: A[i, kk] * 2.0, name="P")
-    r = tc.reduce_axis(K, name="r")
-    C = tc.compute((M, N), lambda i, j: tc.sum(P[i, r] * W[r, j], axis=r), name="C")
+    A, W, P, C = prologue_gemm(lambda a: a * 2.0)
     s = tc.create_schedule(C)
-    io, ii = s[C].split(C.axis[0], 16)
-    jo, ji = s[C].split(C.axis[1], 16)
-    ro, ri = s[C].split(r, 16)
-    s[C].reorder(io, jo, ro, ii, ji, ri)
-    s[C].bind(io, "program_id.0")
-    s[C].bind(jo, "program_id.1")
-    s[P].compute_at(s[C], io)  # P's column axis follows r, which is still free at io
+    ax = tile_gemm(s, C)  # the reduction's loops are ro, ri
+    s[P].compute_at(s[C], ax["io"])  # P's column axis follows r, which is still free at io
     with pytest.raises(tc.LoweringError, match=r"compute_at\(P, C\): P's axis kk follows C's loop ro, which runs inside the "
                                                r"place chosen; place P at C.ro or further in"):
         tc.lower(s)

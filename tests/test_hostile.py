@@ -16,6 +16,7 @@ import unicodedata
 
 import pytest
 import torch
+from computes import design_schedule
 
 import tilec as tc
 from tilec.ir import names as tc_names
@@ -74,25 +75,8 @@ def reduction_kernel(op="sum"):
 
 
 def gemm_silu_kernel():
-    """DESIGN.md section 1's fused GEMM + SiLU (float32, 16x16x16 tiles)."""
-    M, N, K = tc.size_vars("M N K")
-    A = tc.placeholder((M, K), "float32", name="A")
-    W = tc.placeholder((K, N), "float32", name="W")
-    k = tc.reduce_axis(K, name="k")
-    C = tc.compute((M, N), lambda i, j: tc.sum(A[i, k] * W[k, j], axis=k, acc_dtype="float32"), name="C")
-    Y = tc.compute((M, N), lambda i, j: tc.silu(C[i, j]), name="Y")
-    s = tc.create_schedule(Y)
-    i, j = C.axis
-    io, ii = s[C].split(i, 16)
-    jo, ji = s[C].split(j, 16)
-    ko, ki = s[C].split(C.reduce_axis[0], 16)
-    s[C].reorder(io, jo, ko, ii, ji, ki)
-    s[C].bind(io, "program_id.0")
-    s[C].bind(jo, "program_id.1")
-    s.cache_read(A, "shared", readers=[C]).compute_at(s[C], ko)
-    s.cache_read(W, "shared", readers=[C]).compute_at(s[C], ko)
-    s.cache_write(C, "local").compute_at(s[C], jo)
-    s[Y].compute_at(s[C], jo)
+    """DESIGN.md section 1's fused GEMM + SiLU (float32, 16x16x16 tiles, no pipeline)."""
+    s, (A, W, C, Y), _ = design_schedule(tiles=(16, 16, 16), stages=None)
     return tc.build(s, [A, W, Y])
 
 
@@ -261,24 +245,7 @@ def test_name_the_generated_code_uses(role, name):
 @pytest.mark.parametrize("role", ["A", "W", "Y"])
 def test_name_the_fused_gemm_uses(role, name):
     # cache_read tiles, the cache_write accumulator and the SiLU epilogue's temporary, named by the user
-    M, N, K = tc.size_vars("M N K")
-    names = {"A": "A", "W": "W", "Y": "Y", role: name}
-    A = tc.placeholder((M, K), "float32", name=names["A"])
-    W = tc.placeholder((K, N), "float32", name=names["W"])
-    k = tc.reduce_axis(K, name="k")
-    C = tc.compute((M, N), lambda i, j: tc.sum(A[i, k] * W[k, j], axis=k, acc_dtype="float32"), name="C")
-    Y = tc.compute((M, N), lambda i, j: tc.silu(C[i, j]), name=names["Y"])
-    s = tc.create_schedule(Y)
-    io, ii = s[C].split(C.axis[0], 16)
-    jo, ji = s[C].split(C.axis[1], 16)
-    ko, ki = s[C].split(C.reduce_axis[0], 16)
-    s[C].reorder(io, jo, ko, ii, ji, ki)
-    s[C].bind(io, "program_id.0")
-    s[C].bind(jo, "program_id.1")
-    s.cache_read(A, "shared", readers=[C]).compute_at(s[C], ko)
-    s.cache_read(W, "shared", readers=[C]).compute_at(s[C], ko)
-    s.cache_write(C, "local").compute_at(s[C], jo)
-    s[Y].compute_at(s[C], jo)
+    s, (A, W, C, Y), _ = design_schedule(tiles=(16, 16, 16), stages=None, names={role: name})
     try:
         kern = tc.build(s, [A, W, Y])
     except tc.LoweringError as e:

@@ -4,6 +4,7 @@ the log and fingerprint), and of the loop nests `tc.lower` prints for them.
 
 import pytest
 import torch
+from computes import design_schedule, gemm, gemm_silu
 
 import tilec as tc
 from tilec.ir.expr import as_expr, evaluate
@@ -17,41 +18,6 @@ def ext(axis, **env) -> int:
 
 def names(axes) -> list[str]:
     return [a.name for a in axes]
-
-
-def gemm():
-    M, N, K = tc.size_vars("M N K")
-    A = tc.placeholder((M, K), "float32", name="A")
-    W = tc.placeholder((K, N), "float32", name="W")
-    k = tc.reduce_axis(K, name="k")
-    C = tc.compute((M, N), lambda i, j: tc.sum(A[i, k] * W[k, j], axis=k), name="C")
-    return A, W, C
-
-
-def gemm_silu():
-    A, W, C = gemm()
-    Y = tc.compute(C.shape, lambda i, j: tc.silu(C[i, j]), name="Y")
-    return A, W, C, Y
-
-
-def design_schedule(stages=None):
-    """The schedule of DESIGN.md section 1 (tile sizes small enough for the interpreter)."""
-    A, W, C, Y = gemm_silu()
-    s = tc.create_schedule(Y)
-    i, j = C.axis
-    (k,) = C.reduce_axis
-    io, ii = s[C].split(i, tc.knob("BM", [16, 32]))
-    jo, ji = s[C].split(j, tc.knob("BN", [16, 32]))
-    ko, ki = s[C].split(k, tc.knob("BK", [16, 32]))
-    s[C].reorder(io, jo, ko, ii, ji, ki)
-    s[C].bind(io, "program_id.0")
-    s[C].bind(jo, "program_id.1")
-    s.cache_read(A, "shared", readers=[C]).compute_at(s[C], ko)
-    s.cache_read(W, "shared", readers=[C]).compute_at(s[C], ko)
-    s.cache_write(C, "local").compute_at(s[C], jo)
-    s[C].pipeline(ko, stages=tc.knob("stages", [2, 3]) if stages is None else stages)
-    s[Y].compute_at(s[C], jo)
-    return s, (A, W, C, Y)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -206,7 +172,7 @@ def test_compute_at_inline_root_set_attach():
 
 
 def test_cache_stages_record_scope_readers_and_place():
-    s, (A, W, C, Y) = design_schedule()
+    s, (A, W, C, Y), _ = design_schedule()
     a_sh, w_sh, c_loc = s.caches
     assert (a_sh.name, a_sh.kind, a_sh.scope, a_sh.readers) == ("A_shared", "cache_read", "shared", (s[C],))
     assert (w_sh.name, c_loc.name, c_loc.kind, c_loc.scope) == ("W_shared", "C_local", "cache_write", "local")
@@ -224,7 +190,7 @@ def test_second_cache_read_of_one_tensor_gets_its_own_name():
 
 
 def test_bind_pipeline_num_warps_unroll_record_decisions():
-    s, (A, W, C, Y) = design_schedule(stages=3)
+    s, (A, W, C, Y), _ = design_schedule(stages=3)
     leaves = {a.name: a for a in s[C].leaves}
     assert s[C].binds == {leaves["io"]: 0, leaves["jo"]: 1}
     assert s[C].pipelines == {leaves["ko"]: 3}
@@ -265,7 +231,7 @@ def test_a_knob_redeclared_with_the_same_choices_is_the_same_knob():
 
 
 def test_log_records_the_calls():
-    s, (A, W, C, Y) = design_schedule()
+    s, (A, W, C, Y), _ = design_schedule()
     assert s.log == [
         "C: split(i, BM) -> io, ii",
         "C: split(j, BN) -> jo, ji",
@@ -351,7 +317,7 @@ def test_fingerprint_changes_when_the_schedule_is_mutated():
 
 
 def test_lower_design_schedule_loop_nest():
-    s, _ = design_schedule()
+    s, _, _ = design_schedule()
     text = str(tc.lower(s, config={"BM": 16, "BN": 32, "BK": 16, "stages": 3}))
     lines = [line.strip() for line in text.splitlines()]
     assert lines[0].startswith("kernel C_kernel  (stages: C, Y; num_warps=4)")
@@ -370,7 +336,7 @@ def test_lower_design_schedule_loop_nest():
 
 
 def test_lower_prints_pipeline_depth_and_warps():
-    s, (A, W, C, Y) = design_schedule(stages=3)
+    s, (A, W, C, Y), _ = design_schedule(stages=3)
     s[C].num_warps(8)
     text = str(tc.lower(s, {"BM": 32}))
     assert "num_warps=8" in text.splitlines()[0]
@@ -378,7 +344,7 @@ def test_lower_prints_pipeline_depth_and_warps():
 
 
 def test_lower_source_uses_config_and_pipeline():
-    s, _ = design_schedule()
+    s, _, _ = design_schedule()
     prog = tc.lower(s, config={"BM": 16, "BN": 32, "BK": 16, "stages": 3})
     src = prog.source()
     assert "# config: BK=16, BM=16, BN=32, stages=3" in src
@@ -470,7 +436,7 @@ def test_binding_survives_split_or_fuse_of_the_bound_axis(then):
 
 
 def test_design_schedule_runs_on_sizes_that_do_not_divide_tiles():
-    s, (A, W, C, Y) = design_schedule()
+    s, (A, W, C, Y), _ = design_schedule()
     kern = tc.build(s, [A, W, Y], config={"BM": 16, "BN": 32, "BK": 16, "stages": 2})
     a, w = torch.randn(37, 50), torch.randn(50, 29)
     torch.testing.assert_close(kern(a, w), torch.nn.functional.silu(a @ w), rtol=1e-4, atol=1e-4)

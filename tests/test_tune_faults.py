@@ -21,6 +21,7 @@ from pathlib import Path
 
 import optuna
 import pytest
+from computes import gemm
 
 import tilec as tc
 from tilec.poly.footprint import SHARED_LIMIT
@@ -49,15 +50,11 @@ CLI_MIX = ["--mix", "M=16:3,40:1", "--fixed", "K=24,N=20"]
 
 def _make(bm=(16, 32)):
     """tune_case.make() with other choices for BM."""
-    M, N, K = tc.size_vars("M N K")
-    A = tc.placeholder((M, K), "float32", name="A")
-    W = tc.placeholder((K, N), "float32", name="W")
-    k = tc.reduce_axis(K, name="k")
-    C = tc.compute((M, N), lambda i, j: tc.sum(A[i, k] * W[k, j], axis=k), name="C")
+    A, W, C = gemm()
     s = tc.create_schedule(C)
     i, j = C.axis
     io, jo, ii, ji = s[C].tile(i, j, tc.knob("BM", list(bm)), tc.knob("BN", [16, 32]))
-    ko, ki = s[C].split(k, tc.knob("BK", [16, 32]))
+    ko, ki = s[C].split(C.reduce_axis[0], tc.knob("BK", [16, 32]))
     s[C].reorder(io, jo, ko, ii, ji, ki)
     s[C].bind(io, "program_id.0")
     s[C].bind(jo, "program_id.1")
