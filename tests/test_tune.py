@@ -218,7 +218,7 @@ def test_report_plot(tmp_path):
 
 def test_mix_must_give_every_size(tmp_path):
     s, args = tune_case.make()
-    with pytest.raises(tc.ArgumentError, match=r"does not give N; every shape needs K, M, N"):
+    with pytest.raises(tc.ArgumentError, match=r"does not give size N of the schedule; every shape needs K, M, N"):
         tc.tune(s, tc.ShapeMix([({"M": 16}, 1)], fixed={"K": 24}), trials=2, args=args,
                 reference=tune_case.reference, storage=f"sqlite:///{tmp_path / 'm.db'}")
 

@@ -21,11 +21,18 @@ or SIGTERM stops it cleanly (status 130 or 143), and the same command resumes th
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 
 import tilec as tc
 from tilec.errors import TilecError
+from tilec.tune.trials import (  # noqa: F401 (the library makes the table; the cli prints it)
+    best_first,
+    config_text,
+    counts_text,
+    fmt_time,
+    format_table,
+    trial_rows,
+)
 from tilec.tune.userfile import UserError, load_file, make_schedule  # noqa: F401 (cli's names too)
 
 MIX_HELP = ('the shapes and their call weights: "M=256:8,1536:1,2048:1" (one size varies; value:weight) '
@@ -82,114 +89,17 @@ def parse_config(text: str | None) -> dict[str, int]:
     return out
 
 
-def _sizes_of(sched) -> set[str]:
-    from tilec.ir.expr import SizeVar, walk
-    exprs = [e for t in sched.tensors.values() for e in t.shape]
-    exprs += [a.extent for t in sched.tensors.values() if t.is_reduction for a in t.reduce_axis]
-    return {n.name for e in exprs for n in walk(e) if isinstance(n, SizeVar)}
-
-
 def check_mix(sched, mix, path: str) -> None:
-    """Every shape of the mix must give exactly the schedule's sizes."""
-    need = _sizes_of(sched)
-    for shape, _ in mix:
-        missing, extra = sorted(need - set(shape)), sorted(set(shape) - need)
-        if missing:
-            raise UserError(f"the mix does not give size {', '.join(missing)} of {path} (its sizes: "
-                            f"{', '.join(sorted(need))}); add it to --mix or --fixed")
-        if extra:
-            raise UserError(f"the mix gives size {', '.join(extra)}, which {path} does not use (its sizes: "
-                            f"{', '.join(sorted(need)) or 'none'})")
+    """Every shape of the mix must give exactly the schedule's sizes (`ShapeMix.check_sizes`)."""
+    try:
+        mix.check_sizes(sched, path, "add it to --mix or --fixed")
+    except TilecError as e:
+        raise UserError(str(e)) from None
 
 
 def _storage(url: str | None) -> str:
     from tilec.tune.study import default_storage
     return url or default_storage()
-
-
-# -- trials as a table -----------------------------------------------------------------------------
-
-def fmt_time(s) -> str:
-    if s is None or (isinstance(s, float) and math.isnan(s)):
-        return "-"
-    if type(s) not in (int, float):  # not a time (a study holds what its writers put there)
-        return repr(s)[:40]
-    if s < 1e-3:
-        return f"{s * 1e6:.2f} us"
-    if s < 1:
-        return f"{s * 1e3:.3f} ms"
-    return f"{s:.3f} s"
-
-
-_ORDER = {"COMPLETE": 0, "RUNNING": 1, "WAITING": 2, "FAIL": 3, "PRUNED": 4}
-
-
-def trial_rows(study) -> list[dict]:
-    """Every trial of an optuna study: number, state, config, value, per-shape times, note."""
-    rows = []
-    for t in study.get_trials(deepcopy=False):
-        ua = t.user_attrs
-        notes = []
-        if "seed" in ua:
-            notes.append(f"seed ({ua['seed']})")
-        if "duplicate_of" in ua:
-            notes.append(f"same config as #{ua['duplicate_of']}")
-        if "failed_trial" in t.system_attrs:
-            notes.append(f"retry of #{t.system_attrs['failed_trial']}")
-        if "pruned" in ua:
-            notes.append(f"pruned: {ua['pruned']}")
-        if "failure" in ua:
-            notes.append(f"failed: {ua['failure']}")
-        elif t.state.name == "FAIL" and "interrupted" not in ua:
-            notes.append("failed: no result recorded (interrupted, or its worker died)")
-        if "retry_of" in ua:
-            notes.append(f"retry of #{ua['retry_of']}")
-        if "interrupted" in ua:
-            notes.append(f"interrupted ({ua['interrupted']}); queued again")
-        fixed = t.system_attrs.get("fixed_params")
-        config = dict(t.params) or (dict(fixed) if isinstance(fixed, dict) else {})  # a WAITING trial's: enqueued
-        times = ua.get("times")
-        rows.append({"number": t.number, "state": t.state.name, "config": config, "value": t.value,
-                     "times": dict(times) if isinstance(times, dict) else {},
-                     "note": " ".join("; ".join(str(n) for n in notes).split())})
-    return rows
-
-
-def best_first(rows: list[dict]) -> list[dict]:
-    return sorted(rows, key=lambda r: (_ORDER.get(r["state"], 5),
-                                       r["value"] if r["value"] is not None else math.inf, r["number"]))
-
-
-def format_table(rows: list[dict], shapes: list[str] | None = None) -> str:
-    knobs: list[str] = []
-    for r in rows:
-        knobs += [k for k in r["config"] if k not in knobs]
-    if shapes is None:
-        shapes = []
-        for r in rows:
-            shapes += [k for k in r["times"] if k not in shapes]
-    head = ["#", "state", *knobs, "weighted", *shapes, "note"]
-    body = [[str(r["number"]), r["state"], *(str(r["config"].get(k, "-")) for k in knobs),
-             fmt_time(r["value"]), *(fmt_time(r["times"].get(s)) for s in shapes), r["note"]] for r in rows]
-    widths = [max(len(x) for x in col) for col in zip(head, *body)]
-    left = {1, len(head) - 1}  # state and note read left to right; numbers line up on the right
-    lines = []
-    for cells in [head, *body]:
-        text = "  ".join(c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
-        lines.append(text.rstrip())
-    return "\n".join(lines)
-
-
-def _counts(rows) -> str:
-    by: dict[str, int] = {}
-    for r in rows:
-        by[r["state"]] = by.get(r["state"], 0) + 1
-    parts = [f"{by[s]} {s.lower()}" for s in sorted(by, key=lambda s: _ORDER.get(s, 5))]
-    return f"{len(rows)} trials ({', '.join(parts)})" if rows else "0 trials"
-
-
-def _cfg_text(cfg: dict) -> str:
-    return ",".join(f"{k}={v}" for k, v in cfg.items())
 
 
 def open_storage(storage: str):
@@ -240,12 +150,12 @@ def cmd_tune(a) -> int:
                     progress=not a.no_progress, jobs=a.jobs, timeout=a.timeout, recipe=a.file)
     if a.worker:
         rows = trial_rows(load_study(name, storage))
-        print(f"study {name} in {storage} now has {_counts(rows)}")
+        print(f"study {name} in {storage} now has {counts_text(rows)}")
         print(f"see them: tilec show --storage {storage} --study {name}")
         return 0
     rows = trial_rows(tuned.study)
     from tilec.tune.mix import ShapeMix
-    print(f"\n{_counts(rows)}:")
+    print(f"\n{counts_text(rows)}:")
     print(format_table(rows, [ShapeMix.key(sh) for sh, _ in mix]))
     print()
     print(tuned.plan)
@@ -285,14 +195,14 @@ def cmd_show(a) -> int:
     rows = trial_rows(study)
     print(f"study:   {name}\nstorage: {storage}")
     secs = study.user_attrs.get("tuning_seconds")
-    print(f"{_counts(rows)}" + (f", {secs:.1f} s of tuning" if type(secs) in (int, float) else ""))
+    print(f"{counts_text(rows)}" + (f", {secs:.1f} s of tuning" if type(secs) in (int, float) else ""))
     print(format_table(best_first(rows)))
     complete = [r for r in rows if r["state"] == "COMPLETE"]
     if not complete:
         print("no trial completed yet")
         return 0
     best = min(complete, key=lambda r: (r["value"], r["number"]))
-    print(f"\nbest generic config: {_cfg_text(best['config'])} (trial #{best['number']}, "
+    print(f"\nbest generic config: {config_text(best['config'])} (trial #{best['number']}, "
           f"{fmt_time(best['value'])} per call, weighted over the mix)")
     if file:
         first = ShapeMix.key(mix.shapes[0]) if mix is not None else next(iter(best["times"]), "")
@@ -300,7 +210,7 @@ def cmd_show(a) -> int:
             kernel = tc.build(s, args, config=best["config"])
         except TilecError as e:
             raise UserError(f"the study's best config does not fit {file}: {e}") from e
-        print(f"\n# Triton source for {first or 'every shape'}: the generic kernel of {_cfg_text(kernel.config)}")
+        print(f"\n# Triton source for {first or 'every shape'}: the generic kernel of {config_text(kernel.config)}")
         print(kernel.source)
     return 0
 
@@ -329,7 +239,7 @@ def cmd_lower(a) -> int:
     config = parse_config(a.config)
     s, args = make_schedule(load_file(a.file), a.file)
     kernel = tc.build(s, args, config=config)
-    print(f"# loop nest ({_cfg_text(kernel.config) or 'no knobs'})")
+    print(f"# loop nest ({config_text(kernel.config) or 'no knobs'})")
     print(str(tc.lower(s, kernel.config)).rstrip())
     print("\n# Triton source")
     print(kernel.source)

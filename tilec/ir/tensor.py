@@ -11,7 +11,7 @@ import networkx as nx
 
 from tilec.errors import ArgumentError
 from tilec.ir.dtypes import check_dtype
-from tilec.ir.expr import Expr, IterVar, Load, Reduce, as_expr, check_extent, walk
+from tilec.ir.expr import Expr, IterVar, Load, Reduce, SizeVar, as_expr, check_extent, walk
 from tilec.ir.names import check_name
 
 
@@ -151,3 +151,14 @@ def stage_graph(outputs: Sequence[Tensor]) -> nx.DiGraph:
             todo.append(p)
             g.add_edge(p.name, t.name)
     return g
+
+
+def sizes_of(tensors: Sequence[Tensor], *, reduce_extents: bool = True) -> dict:
+    """The size variables (name -> SizeVar) that `tensors` use, in first-use order: their shapes, then
+    (unless `reduce_extents=False`) their reduce axes' extents, where a size may appear alone. The one
+    definition of "a schedule's sizes": isl's parameters, a kernel's size arguments, what a shape mix
+    must give, what `specialize` may name."""
+    exprs = [e for t in tensors for e in t.shape]
+    if reduce_extents:
+        exprs += [a.extent for t in tensors for a in t.reduce_axis]
+    return {n.name: n for e in exprs for n in walk(e) if isinstance(n, SizeVar)}

@@ -39,11 +39,11 @@ from tilec.ir.expr import (
     substitute,
     walk,
 )
+from tilec.ir.tensor import sizes_of
 from tilec.lower import targets
 from tilec.lower.nest import Comment, For, KernelIR, Param, Stmt
-from tilec.poly.masks import needs_mask
+from tilec.plan.placement import Placed
 from tilec.schedule.knob import Knob, factor_value
-from tilec.schedule.placement import Placed
 from tilec.schedule.schedule import Fuse, Split, Stage
 
 _IDENTITY = {"sum": "0", "max": 'float("-inf")', "min": 'float("inf")'}
@@ -540,7 +540,7 @@ class KernelBuilder:
                 stmts.append(Stmt(f"{name} = {code}", None))
                 mask = None
                 conds = []
-                if needs_mask(lay, axis, self.config, self.p.facts):
+                if self.p.masks[x.name][axis]:  # decided by isl in the analysis (tilec.plan)
                     conds.append(Val(f"{name} < {_paren(self.scalar(axis.extent))}", v.dims, "bool"))
                 conds += guards[axis]
                 if conds:
@@ -826,8 +826,7 @@ class KernelBuilder:
         ndim = max([lay.stage.binds[a] + 1 for a in lay.grid], default=1)
         grid = grid[:ndim]
         kinds = {"tensor": 0, "size": 1, "stride": 2, "constexpr": 3}
-        size_order = list(dict.fromkeys(n.name for t in self.p.sched.tensors.values() for e in t.shape
-                                        for n in walk(e) if isinstance(n, SizeVar)))
+        size_order = list(sizes_of(self.p.sched.tensors.values()))
         tensor_order = list(self.p.sched.tensors)
 
         def rank(p: Param):
@@ -837,8 +836,7 @@ class KernelBuilder:
 
         params = sorted(self.params.values(), key=lambda p: (kinds[p.kind], rank(p)))
         mine = set(self.stages) | self.inlined | self.caches_here | {f"{n}_local" for n in self.stages}
-        log = [line for line in self.p.sched.log
-               if line.split(":")[0] in mine or line.rsplit("-> ", 1)[-1] in mine]
+        log = [step.text for step in self.p.sched.trace if step.stages & mine]  # the steps about its stages
         header = [f"tilec kernel for stage {self.root.name}; computes {', '.join(self.stages)}",
                   f"config: {', '.join(f'{k}={v}' for k, v in sorted(self.config.items())) or 'none (no knobs)'}",
                   "schedule:"] + [f"  {line}" for line in log]

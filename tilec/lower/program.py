@@ -7,10 +7,9 @@ from __future__ import annotations
 from tilec.errors import LoweringError
 from tilec.lower.builder import KernelBuilder
 from tilec.lower.nest import KernelIR, render_nest, render_triton
-from tilec.poly.legality import check_schedule
-from tilec.poly.masks import facts_of
+from tilec.plan.analysis import Analysis
+from tilec.plan.check import check_schedule
 from tilec.schedule.knob import resolve_config
-from tilec.schedule.placement import Plan
 from tilec.schedule.schedule import Schedule
 
 TARGETS = ("cuda", "interpreter")
@@ -20,16 +19,20 @@ class Program:
     """A lowered schedule: kernels (loop-nest IR) in launch order and the buffers between them."""
 
     def __init__(self, sched: Schedule, config=None, *, target: str = "cuda", int64: bool = False,
-                 outputs=None, specialize=None):
+                 outputs=None, specialize=None, analysis: Analysis | None = None):
+        """`analysis`: the checked analysis of another Program of this schedule, config and outputs (the
+        int64 form of a kernel reuses it: same plan, same masks, only the index width differs)."""
         if target not in TARGETS:
             raise LoweringError(f"target must be one of {TARGETS}, got {target!r}")
         self.sched, self.target, self.int64 = sched, target, int64
-        self.config = resolve_config(sched.knobs, config)
         self.uses_libdevice = False
-        self.specialize = _check_specialize(sched, specialize)
-        self.facts = facts_of(sched, self.specialize)
-        check_schedule(sched, self.config, outputs=outputs)
-        self.plan = Plan(sched, self.config, outputs)
+        if analysis is None:
+            analysis = check_schedule(sched, resolve_config(sched.knobs, config), outputs=outputs,
+                                      specialize=_check_specialize(sched, specialize))
+        self.analysis = analysis
+        self.config, self.specialize, self.facts = analysis.config, analysis.specialize, analysis.facts
+        self.plan = analysis.plan
+        self.masks = analysis.masks  # decided by isl here, before any code is written
         self.stored, self.buffers = self.plan.stored, self.plan.buffers
         self.kernels: list[KernelIR] = [KernelBuilder(self, root).build() for root in self.plan.kernels]
 
@@ -60,12 +63,13 @@ def _check_specialize(sched: Schedule, specialize) -> dict[str, int]:
 
     from tilec.errors import ArgumentError
     from tilec.ir.expr import SizeVar, evaluate, walk
+    from tilec.ir.tensor import sizes_of
 
     if specialize is not None and not isinstance(specialize, Mapping):
         raise ArgumentError(f"specialize: expected a dict of size name -> int, e.g. {{'N': 4096}}, got "
                             f"{type(specialize).__name__} {specialize!r}")
     spec = dict(specialize or {})
-    sizes = {n.name: n for t in sched.tensors.values() for e in t.shape for n in walk(e) if isinstance(n, SizeVar)}
+    sizes = sizes_of(sched.tensors.values())
     for name, value in spec.items():
         if name not in sizes:
             raise ArgumentError(f"specialize: {name!r} is not a size of this schedule (its sizes: "

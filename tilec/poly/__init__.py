@@ -1,7 +1,9 @@
 """Polyhedral facts about a schedule, from isl: the model (domains, accesses, dependences), each
-statement's time map under the schedule, and legality (dependences, rounding points, parallelism)."""
+statement's time map under a placement plan, legality (dependences, rounding points, parallelism),
+footprints and divisibility. It reads plans handed to it (`tilec.plan` builds them) and never
+mutates the schedule."""
 
-from tilec.poly.legality import check_schedule, find_violations, legal_places
+from tilec.poly.legality import bounds_violation, find_violations
 from tilec.poly.model import PolyModel, model_of
 
-__all__ = ["PolyModel", "check_schedule", "find_violations", "legal_places", "model_of"]
+__all__ = ["PolyModel", "bounds_violation", "find_violations", "model_of"]

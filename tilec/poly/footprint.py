@@ -13,10 +13,7 @@ from dataclasses import dataclass, field
 import islpy as isl
 
 from tilec.ir.dtypes import itemsize
-from tilec.poly.model import model_of
-from tilec.poly.timemap import TimeMaps
 from tilec.schedule.knob import factor_value
-from tilec.schedule.placement import Plan
 
 SHARED_LIMIT = 232_448  # bytes of shared memory one program may use on Hopper (H100/H200)
 REGISTER_LIMIT = 255    # 32-bit registers one thread may use
@@ -82,11 +79,9 @@ def _readable(text: str, labels: list[str]) -> str:
     return re.sub(r"(\d)?_t(\d+)\b", name, text)
 
 
-def analyze(sched, config=None) -> list[Resources]:
-    """Footprints and resource estimates of every kernel of `sched` under `config`."""
-    model = model_of(sched)
-    plan = Plan(sched, config)
-    maps = TimeMaps(model, plan)
+def resources(model, plan, maps) -> list[Resources]:
+    """Footprints and resource estimates of every kernel of `plan` (its model and time maps given:
+    `tilec.plan.Analysis.resources` is the one caller)."""
     out = []
     for root in plan.kernels:
         warps = root.layout.stage.warps if root.layout.stage.warps is not None else root.stage.warps

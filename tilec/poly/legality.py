@@ -15,12 +15,8 @@ import functools
 
 import islpy as isl
 
-from tilec.errors import IllegalScheduleError, LoweringError
 from tilec.ir.expr import size_text
-from tilec.poly.model import NotAffine, aff, model_of
-from tilec.poly.timemap import TimeMaps
-from tilec.schedule.placement import Plan
-from tilec.schedule.schedule import set_primitive_check
+from tilec.poly.model import NotAffine, aff
 
 
 @functools.lru_cache(maxsize=64)
@@ -74,11 +70,9 @@ class Violation:
                 "sizes": self.params, "sink_time": self.t, "source_time": self.ts}
 
 
-def find_violations(sched, config=None, outputs=None, first_only: bool = True) -> list[Violation]:
-    """Dependences that `sched` (under `config`) breaks; empty when it is legal."""
-    model = model_of(sched)
-    plan = Plan(sched, config, outputs)
-    maps = TimeMaps(model, plan)
+def find_violations(model, maps, first_only: bool = True) -> list[Violation]:
+    """Dependences of `model` that the time maps `maps` (a placement plan read as isl maps) break;
+    empty when the schedule is legal."""
     lt, hb, not_lt, not_hb = _orders(id(model.ctx), model.ctx, maps.D, maps.G)
     out = []
     for dep in model.dep_maps:
@@ -119,7 +113,8 @@ def find_violations(sched, config=None, outputs=None, first_only: bool = True) -
     return out
 
 
-def _message(v: Violation, sched, primitive: str, stage: str | None) -> str:
+def message(v: Violation, sched, primitive: str) -> str:
+    """The error text of violation `v`, for `primitive` (the call that made the schedule illegal)."""
     src_t, dst_t = sched.tensors[v.src.stage], sched.tensors[v.dst.stage]
     sink = f"{dst_t.name}[{', '.join(map(str, v.y[:dst_t.ndim]))}]"
     src_spatial = f"{src_t.name}[{', '.join(map(str, v.x[:src_t.ndim]))}]"
@@ -144,63 +139,9 @@ def _message(v: Violation, sched, primitive: str, stage: str | None) -> str:
             f"{v.src.name}[{', '.join(map(str, v.x))}] that it depends on (sizes {sizes})")
 
 
-def legal_places(stage, config=None) -> list[str]:
-    """The loops of its current target where `stage` could be placed legally under `config` (tried
-    one by one)."""
-    if not isinstance(stage.attach, tuple):
-        return []
-    target, axis = stage.attach
-    out = []
-    try:
-        lay = Plan(stage.sched, config).placed[target.name].layout
-    except (LoweringError, KeyError):
-        return []
-    candidates = [a for a in target.leaves if lay.resolve(a) in set(lay.grid) | set(lay.loops)]
-    old = stage.attach
-    try:
-        for a in candidates:
-            stage.attach = (target, a)
-            try:
-                if not find_violations(stage.sched, config) and not bounds_violation(stage.sched, config):
-                    out.append(f"{target.name}.{a.name}")
-            except (LoweringError, NotAffine):
-                continue
-    finally:
-        stage.attach = old
-    return out
-
-
-def check_schedule(sched, config=None, *, primitive: str = "build", stage=None, outputs=None) -> None:
-    """Raise IllegalScheduleError if `sched` breaks a dependence (or a rounding point) under `config`."""
-    name = primitive.split("(")[0].split(".")[-1]
-    bounds = bounds_violation(sched, config, outputs)
-    if bounds is not None:
-        who, msg, example = bounds
-        raise IllegalScheduleError(f"{primitive}: {msg}", primitive=name, stage=who, reason="bounds",
-                                   counterexample=example)
-    try:
-        found = find_violations(sched, config, outputs)
-    except NotAffine as e:
-        raise LoweringError(f"{primitive}: cannot prove this schedule legal: {e} is not affine (isl needs "
-                            f"constant tile factors and integer index arithmetic)") from e
-    if not found:
-        return
-    v = found[0]
-    msg = _message(v, sched, primitive, stage.name if stage is not None else None)
-    culprit = stage if stage is not None else sched.stages.get(v.dst.stage)
-    if culprit is not None and culprit.kind == "compute" and isinstance(culprit.attach, tuple):
-        legal = legal_places(culprit, config)
-        msg += (f". Legal locations for {culprit.name} are: {', '.join(legal)}" if legal else
-                f". No loop of {culprit.attach[0].name} is a legal place for {culprit.name}: use compute_root")
-    raise IllegalScheduleError(msg, primitive=name, stage=culprit.name if culprit else v.dst.stage,
-                               reason=v.reason, counterexample=v.counterexample())
-
-
-def bounds_violation(sched, config=None, outputs=None):
+def bounds_violation(model, plan):
     """A stage placed in another's loop whose axis runs further than the loop covers: its elements
     past the end would never be computed. Returns (stage, message, counterexample) or None."""
-    model = model_of(sched)
-    plan = Plan(sched, config, outputs)
     for p in plan.placed.values():
         for axis, taxis in p.bound.items():
             a, b = aff(axis.extent, {}, plan.config), aff(taxis.extent, {}, plan.config)
@@ -221,5 +162,3 @@ def bounds_violation(sched, config=None, outputs=None):
                     {"stage": p.name, "axis": axis.name, "sizes": sizes})
     return None
 
-
-set_primitive_check(check_schedule)  # every schedule primitive runs this check (schedule/schedule.py)

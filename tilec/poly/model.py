@@ -9,9 +9,12 @@ definition order (stages in topological order, each nest in its natural order), 
 
 from __future__ import annotations
 
+import weakref
+
 import islpy as isl
 
 from tilec.ir.expr import Binary, Cast, Const, Expr, IterVar, Load, Reduce, SizeVar, substitute, walk
+from tilec.ir.tensor import sizes_of
 from tilec.schedule.knob import Knob
 
 
@@ -70,10 +73,7 @@ class PolyModel:
     def __init__(self, sched):
         self.sched = sched
         self.ctx = isl.Context()  # one context per model: isl contexts are not shared (isl.md pitfall 6)
-        extents = [e for t in sched.tensors.values() for e in t.shape]
-        extents += [a.extent for t in sched.tensors.values() for a in t.reduce_axis]  # a size may be only that
-        sizes = dict.fromkeys(n.name for e in extents for n in walk(e) if isinstance(n, SizeVar))
-        self.params = list(sizes)
+        self.params = list(sizes_of(sched.tensors.values()))
         self.pre = f"[{', '.join(self.params)}] -> "
         self.stmts: dict[str, Statement] = {}
         self.stage_stmts: dict[str, list[Statement]] = {}
@@ -190,10 +190,20 @@ class PolyModel:
             if not self.raw.is_empty() else False
 
 
+_MODELS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # schedule -> (key, model)
+
+
 def model_of(sched) -> PolyModel:
-    """The model of `sched`'s computation, built on first use and kept on the schedule."""
+    """The model of `sched`'s computation, built on first use and kept while the schedule lives. It
+    depends only on the computation and on which stages are inlined (not on loops or places)."""
     key = tuple((n, st.attach == "inline") for n, st in sched.stages.items())
-    cached = getattr(sched, "_poly_model", None)
+    cached = _MODELS.get(sched)
     if cached is None or cached[0] != key:
-        sched._poly_model = (key, PolyModel(sched))
-    return sched._poly_model[1]
+        cached = _MODELS[sched] = (key, PolyModel(sched))
+    return cached[1]
+
+
+def share_model(copy, original) -> None:
+    """Let `copy` (a schedule of the same computation, e.g. with one stage placed elsewhere) use
+    `original`'s model instead of building its own."""
+    _MODELS[copy] = (tuple((n, st.attach == "inline") for n, st in original.stages.items()), model_of(original))

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 import islpy as isl
 
 from tilec.poly.model import PolyModel, aff
-from tilec.schedule.placement import Placed, Plan
 from tilec.schedule.schedule import Fuse, Split
 
 _VAR = re.compile(r"\b_a\d+\b")
@@ -38,9 +37,10 @@ def _const(n: int, label: str = "") -> Entry:
 
 
 class TimeMaps:
-    """Builds `maps[stmt] : stmt instance -> time` for every statement of `model` under `plan`."""
+    """Builds `maps[stmt] : stmt instance -> time` for every statement of `model` under `plan` (a
+    `tilec.plan.placement.Plan`, handed down: the analysis of the schedule lives above this package)."""
 
-    def __init__(self, model: PolyModel, plan: Plan):
+    def __init__(self, model: PolyModel, plan):
         self.model, self.plan, self.config = model, plan, plan.config
         self.approx: set[str] = set()  # stages whose loop values isl cannot express exactly
         self.names = {p.name: {a: f"_a{n}" for n, a in enumerate(list(p.stage.tensor.axis)
@@ -70,14 +70,14 @@ class TimeMaps:
         assert len(spaces) <= 1 and all(m.dim(isl.dim_type.out) == self.D for m in self.maps.values()), spaces
 
     # -- the plan as entries ----------------------------------------------------------------------
-    def _walk(self, p: Placed):
+    def _walk(self, p):
         yield p
         for side in (p.producers, p.consumers):
             for lst in side.values():
                 for q in lst:
                     yield from self._walk(q)
 
-    def _leaf_entries(self, p: Placed) -> dict:
+    def _leaf_entries(self, p) -> dict:
         """Each leaf of p's layout (and each original axis) as entries in p's variables."""
         st, names = p.layout.stage, self.names[p.name]
         vals = {a: [Entry(names[a], aff(a.extent, {}, self.config), a.name)] for a in names}
@@ -101,7 +101,7 @@ class TimeMaps:
                 vals[rel.fused] = vals[rel.outer] + vals[rel.inner]
         return vals
 
-    def _flatten(self, p: Placed, axis, parts: list[Entry]) -> list[Entry] | None:
+    def _flatten(self, p, axis, parts: list[Entry]) -> list[Entry] | None:
         """A fused axis as one affine value sum(c_k * prod(ext_l, l > k)) when the inner extents are
         constants; otherwise None and the stage is marked approximate."""
         exts = [e.ext for e in parts]
@@ -114,28 +114,28 @@ class TimeMaps:
             total = f"({total}) * {e.ext}"
         return [Entry(value, total, axis.name)]
 
-    def _grid(self, p: Placed) -> list[Entry]:
+    def _grid(self, p) -> list[Entry]:
         out = []
         for a in p.layout.grid:
             out += [Entry(e.value, e.ext, f"{p.name}.{e.label} (grid)") for e in self.leaf[p.name][a]]
         return out
 
-    def _items(self, p: Placed, level: int) -> list:
+    def _items(self, p, level: int) -> list:
         """What runs in p's loop `level`, in order: producers, p's own part, consumers."""
         own = ["INIT", "INNER"] if (p.stage.tensor.is_reduction and level == p.layout.first_reduce - 1) \
             else ["INNER"]
         return list(p.producers.get(level, [])) + own + list(p.consumers.get(level, []))
 
-    def _pos(self, p: Placed, level: int, what) -> Entry:
+    def _pos(self, p, level: int, what) -> Entry:
         items = self._items(p, level)
         idx = next(n for n, it in enumerate(items) if it is what or (isinstance(it, str) and it == what))
         return _const(idx, f"position in {p.name}'s loop {level}")
 
-    def _loop(self, p: Placed, n: int) -> list[Entry]:
+    def _loop(self, p, n: int) -> list[Entry]:
         a = p.layout.loops[n]
         return [Entry(e.value, e.ext, f"{p.name}.{e.label}") for e in self.leaf[p.name][a]]
 
-    def _translate(self, entries: list[Entry], src: Placed, dst: Placed) -> list[Entry]:
+    def _translate(self, entries: list[Entry], src, dst) -> list[Entry]:
         """Entries in src's variables rewritten in dst's (dst follows src through dst.bound)."""
         rename = {self.names[src.name][ta]: self.names[dst.name][xa] for xa, ta in dst.bound.items()}
         out = []
@@ -150,7 +150,7 @@ class TimeMaps:
                 out.append(Entry(_VAR.sub(lambda m: rename[m.group(0)], e.value), e.ext, e.label))
         return out
 
-    def _base(self, p: Placed) -> list[Entry]:
+    def _base(self, p) -> list[Entry]:
         if p.target is None:
             return [_const(self.kernel_index[p.name], "kernel")]
         t = p.target
@@ -163,13 +163,13 @@ class TimeMaps:
                     prefix.append(self._pos(t, n, "INNER"))
         return self._translate(prefix, t, p) + [self._pos(t, p.level, p)]
 
-    def _grid_padded(self, p: Placed) -> list[Entry]:
+    def _grid_padded(self, p) -> list[Entry]:
         if p.target is not None:
             return []
         g = self._grid(p)
         return g + [_const(0)] * (self.G - len(g))
 
-    def _tiles(self, p: Placed, axis) -> list[Entry]:
+    def _tiles(self, p, axis) -> list[Entry]:
         if axis in p.bound:
             return self._translate(self._tiles(p.target, p.bound[axis]), p.target, p)
         out = []
@@ -178,7 +178,7 @@ class TimeMaps:
                 out += self.leaf[p.name][leaf]
         return out
 
-    def prefix_length(self, p: Placed, level: int) -> int:
+    def prefix_length(self, p, level: int) -> int:
         """How many time coordinates of p's statements fix an iteration of p's loop `level` (-1: the
         program): its base, the grid, and the loops down to `level` with their positions."""
         n = len(self._base(p)) + len(self._grid_padded(p))
@@ -186,7 +186,7 @@ class TimeMaps:
             n += 1 + sum(len(self._loop(p, m)) for m in range(level + 1)) + level
         return n
 
-    def _vector(self, p: Placed, kind: str) -> list[Entry]:
+    def _vector(self, p, kind: str) -> list[Entry]:
         vec = self._base(p) + self._grid_padded(p)
         lay = p.layout
         last = lay.first_reduce - 1 if kind == "init" else len(lay.loops) - 1

@@ -16,7 +16,7 @@ import torch
 
 from tilec.errors import ArgumentError, LoweringError
 from tilec.ir.expr import SizeVar, evaluate
-from tilec.ir.tensor import Tensor
+from tilec.ir.tensor import Tensor, sizes_of
 from tilec.lower.program import Program
 from tilec.runtime import triton_compat
 from tilec.schedule.schedule import Schedule
@@ -88,8 +88,7 @@ class Kernel:
             for d, e in enumerate(t.shape):
                 if isinstance(e, SizeVar):
                     self._sizes.setdefault(e.name, (t, d))
-        need = {n.name for t in sched.tensors.values() for e in t.shape for n in _size_vars(e)}
-        need |= {n.name for t in sched.tensors.values() for a in t.reduce_axis for n in _size_vars(a.extent)}
+        need = set(sizes_of(sched.tensors.values()))
         unbound = sorted(need - set(self._sizes))
         if unbound:
             raise ArgumentError(f"build: size {', '.join(unbound)} appears in no input's shape as a plain "
@@ -97,8 +96,10 @@ class Kernel:
 
     def _program(self, int64: bool) -> Program:
         if int64 not in self._programs:
+            first = self._programs.get(False) if int64 else None  # the int64 form: same analysis, wider indices
             self._programs[int64] = Program(self.sched, self._config_arg, target=self.target, int64=int64,
-                                            outputs=self.outputs, specialize=self.specialize)
+                                            outputs=self.outputs, specialize=self.specialize,
+                                            analysis=first.analysis if first is not None else None)
         return self._programs[int64]
 
     @property
@@ -112,8 +113,7 @@ class Kernel:
     @property
     def resources(self):
         """Footprints and shared-memory/register estimates per kernel under this config (isl)."""
-        from tilec.poly.footprint import analyze
-        return analyze(self.sched, self.config)
+        return self.program.analysis.resources
 
     # -- call -----------------------------------------------------------------------------------
     def _bind(self, tensors) -> dict[str, int]:

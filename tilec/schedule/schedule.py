@@ -1,5 +1,7 @@
 """`Schedule` and `Stage`: the record of how each stage runs. Primitives validate their arguments,
 record a decision (a split/fuse relation, an order, a place, a binding) and never generate code.
+Each primitive also appends a `Step` to the schedule's trace (`s.trace`, tilec/schedule/trace.py), from
+which `s.log` and `s.fingerprint()` are derived and `tc.replay` rebuilds the schedule.
 
 Each stage's loops are derived from its original axes by its relations (split: i -> io*f + ii;
 fuse: (a, b) -> a*ext(b) + b) and its leaf order, which is what `tilec.poly` turns into isl maps.
@@ -8,6 +10,7 @@ fuse: (a, b) -> a*ext(b) + b) and its leaf order, which is what `tilec.poly` tur
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,6 +21,7 @@ from tilec.errors import ArgumentError, IllegalScheduleError, LoweringError
 from tilec.ir.expr import Const, IterVar
 from tilec.ir.tensor import Tensor, stage_graph
 from tilec.schedule.knob import Knob
+from tilec.schedule.trace import AxisRef, KnobRef, StageRef, Step, TensorRef, Trace
 
 SCOPES = ("shared", "local")
 GRID = ("program_id.0", "program_id.1", "program_id.2")
@@ -38,9 +42,9 @@ class Fuse:
     fused: IterVar
 
 
-# The legality check each primitive runs lives above this package, in tilec.poly (isl); it hands
-# itself here when tilec.poly.legality is imported, which `import tilec` (run before any tilec
-# submodule) always does. Schedules record decisions; they do not import the analysis.
+# The legality check each primitive runs lives above this package, in tilec.plan (an analysis of the
+# schedule, checked by isl); it hands itself here when tilec.plan.check is imported, which `import
+# tilec` (run before any tilec submodule) always does. Schedules record decisions; they do not import the analysis.
 _primitive_check = None
 
 
@@ -64,7 +68,7 @@ def checked(fn):
         try:
             result = fn(self, *args, **kwargs)
             if _primitive_check is None:  # pragma: no cover - `import tilec` installs it
-                raise RuntimeError("no legality check installed: import tilec (tilec.poly.legality) first")
+                raise RuntimeError("no legality check installed: import tilec (tilec.plan.check) first")
             call = _call_text(fn.__name__, self, args)
             try:
                 _primitive_check(sched, primitive=call, stage=self if self.kind == "compute" else None)
@@ -108,7 +112,12 @@ def _factor(value, n: int, name: str, prim: str, knobs: dict) -> int | Knob:
         return old
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise _arg(n, name, prim, "a positive int or a tc.knob", value)
-    return value
+    return int(value)  # a plain int: an IntEnum member's repr is not a number (the log, str(s.trace))
+
+
+def _value(v):
+    """A primitive's argument as a trace records it: knobs by name and choices, the rest as it is."""
+    return KnobRef(v.knob_name, v.choices) if isinstance(v, Knob) else v
 
 
 class Stage:
@@ -117,7 +126,7 @@ class Stage:
     def __init__(self, sched: Schedule, tensor: Tensor, kind: str = "compute", *, name=None,
                  scope=None, readers=(), quiet=False):
         self.sched, self.tensor, self.kind = sched, tensor, kind
-        self.quiet = quiet  # a stage made by lowering (a default schedule) leaves no trace in the log
+        self.quiet = quiet  # a stage made by lowering (a default schedule) leaves no step in the trace
         self.name = name or tensor.name
         self.scope, self.readers = scope, tuple(readers)
         self.leaves: list[IterVar] = list(tensor.axis) + list(tensor.reduce_axis) if kind == "compute" else []
@@ -137,19 +146,22 @@ class Stage:
 
     def _snapshot(self) -> dict:
         return {"stage": {k: copy.copy(getattr(self, k)) for k in self._STATE},
-                "log": len(self.sched.log), "knobs": dict(self.sched.knobs)}
+                "steps": len(self.sched._steps), "knobs": dict(self.sched.knobs)}
 
     def _restore(self, saved: dict) -> None:
         for k, v in saved["stage"].items():
             setattr(self, k, v)
-        del self.sched.log[saved["log"]:]
+        del self.sched._steps[saved["steps"]:]  # the trace as it was before the primitive
         self.sched.knobs.clear()
         self.sched.knobs.update(saved["knobs"])
 
     # -- helpers ------------------------------------------------------------------------------
-    def _log(self, text: str) -> None:
+    def _record(self, primitive: str, *args, results=()) -> None:
+        """Append the step of a primitive applied to this stage; axes in `args` are this stage's unless
+        given as an AxisRef."""
         if not self.quiet:
-            self.sched.log.append(text)
+            args = tuple(AxisRef(self.name, a.name) if isinstance(a, IterVar) else _value(a) for a in args)
+            self.sched._steps.append(Step(primitive, self.name, args, tuple(r.name for r in results)))
 
     def _require_compute(self, prim: str) -> None:
         if self.kind != "compute":
@@ -206,7 +218,7 @@ class Stage:
         self.leaves[pos:pos + 1] = [outer, inner]
         self.relations.append(Split(axis, outer, inner, factor))
         self.touched = True
-        self._log(f"{self.name}: split({axis.name}, {factor!r}) -> {outer.name}, {inner.name}")
+        self._record("split", axis, factor, results=(outer, inner))
         return outer, inner
 
     @checked
@@ -217,9 +229,12 @@ class Stage:
         y = self._axis(y, 2, "y", "tile")
         if x is y:
             raise _arg(2, "y", "tile", "an axis other than x", y.name)
+        first = len(self.sched._steps)
         xo, xi = self.split(x, fx)
         yo, yi = self.split(y, fy)
         self.reorder(xo, yo, xi, yi)
+        steps = self.sched._steps  # the trace (and log) has the two splits and the reorder, marked as tile's
+        steps[first:] = [dataclasses.replace(st, within="tile") for st in steps[first:]]
         return xo, yo, xi, yi
 
     @checked
@@ -235,7 +250,7 @@ class Stage:
         for pos, a in zip(slots, checked):
             self.leaves[pos] = a
         self.touched = True
-        self._log(f"{self.name}: reorder({', '.join(a.name for a in checked)})")
+        self._record("reorder", *checked)
 
     @checked
     def fuse(self, outer: IterVar, inner: IterVar) -> IterVar:
@@ -258,7 +273,7 @@ class Stage:
         self.leaves[pos:pos + 2] = [fused]
         self.relations.append(Fuse(outer, inner, fused))
         self.touched = True
-        self._log(f"{self.name}: fuse({outer.name}, {inner.name}) -> {fused.name}")
+        self._record("fuse", outer, inner, results=(fused,))
         return fused
 
     # -- placement ----------------------------------------------------------------------------
@@ -297,7 +312,7 @@ class Stage:
                 raise ArgumentError(f"compute_at({self.name}, {stage.name}.{axis.name}): {stage.name} is itself "
                                     f"computed inside {self.name}, so this would make a cycle; compute_root one of them")
         self.attach = (stage, axis)
-        self._log(f"{self.name}: compute_at({stage.name}, {axis.name})")
+        self._record("compute_at", StageRef(stage.name), AxisRef(stage.name, axis.name))
         return self
 
     @checked
@@ -311,7 +326,7 @@ class Stage:
         if self.tensor in self.sched.outputs:
             raise ArgumentError(f"compute_inline: {self.name} is an output of the schedule and must be stored")
         self.attach = "inline"
-        self._log(f"{self.name}: compute_inline()")
+        self._record("compute_inline")
         return self
 
     @checked
@@ -319,7 +334,7 @@ class Stage:
         """Compute this stage in a kernel of its own (the default for every stage)."""
         self._require_compute("compute_root")
         self.attach = None
-        self._log(f"{self.name}: compute_root()")
+        self._record("compute_root")
         return self
 
     # -- how loops run ------------------------------------------------------------------------
@@ -346,7 +361,7 @@ class Stage:
                 counterexample={axis.name: (0, 1)})
         self.binds[axis] = dim
         self.touched = True
-        self._log(f"{self.name}: bind({axis.name}, {thread!r})")
+        self._record("bind", axis, GRID[dim])
 
     @checked
     def pipeline(self, axis: IterVar, stages) -> None:
@@ -356,7 +371,7 @@ class Stage:
         self._not_bound(axis, "pipeline")
         self.pipelines[axis] = _factor(stages, 2, "stages", "pipeline", self.sched.knobs)
         self.touched = True  # the user chose this stage's loops: no default tiling replaces them
-        self._log(f"{self.name}: pipeline({axis.name}, stages={self.pipelines[axis]!r})")
+        self._record("pipeline", axis, self.pipelines[axis])
 
     def num_warps(self, n) -> None:
         """Launch this stage's kernel with `n` warps per program (a power of two, 1..32)."""
@@ -365,7 +380,7 @@ class Stage:
         if any(isinstance(c, bool) or c not in (1, 2, 4, 8, 16, 32) for c in choices):
             raise _arg(1, "n", "num_warps", "a power of two from 1 to 32", list(choices) if isinstance(n, Knob) else n)
         self.warps = _factor(n, 1, "n", "num_warps", self.sched.knobs)
-        self._log(f"{self.name}: num_warps({self.warps!r})")
+        self._record("num_warps", self.warps)
 
     @checked
     def unroll(self, axis: IterVar) -> None:
@@ -375,7 +390,7 @@ class Stage:
         self._not_bound(axis, "unroll")
         self.unrolled.add(axis)
         self.touched = True
-        self._log(f"{self.name}: unroll({axis.name})")
+        self._record("unroll", axis)
 
 
 class Schedule:
@@ -385,7 +400,7 @@ class Schedule:
         self.outputs = list(outputs)
         self.graph: nx.DiGraph = stage_graph(self.outputs)
         self.knobs: dict[str, Knob] = {}
-        self.log: list[str] = []
+        self._steps: list[Step] = []  # the trace: one Step per primitive applied, in order
         order = list(nx.lexicographical_topological_sort(
             self.graph, key=lambda n: self.graph.nodes[n]["tensor"].seq))
         self.tensors: dict[str, Tensor] = {n: self.graph.nodes[n]["tensor"] for n in order}
@@ -393,6 +408,20 @@ class Schedule:
             n: Stage(self, t) for n, t in self.tensors.items() if not t.is_placeholder}
         self.caches: list[Stage] = []
         self._in_primitive = False
+        self._axes = {n: (tuple(a.name for a in st.tensor.axis), tuple(a.name for a in st.tensor.reduce_axis))
+                      for n, st in self.stages.items()}
+
+    @property
+    def trace(self) -> Trace:
+        """Every primitive applied so far, as frozen `Step`s: `str(s.trace)` is Python that rebuilds this
+        schedule, and `tc.replay(s.trace, s.outputs)` rebuilds it. A refused primitive leaves none."""
+        return Trace(self._steps, self._axes)
+
+    @property
+    def log(self) -> list[str]:
+        """The trace as text, one line per step (`"C: split(i, 64) -> io, ii"`): part of the fingerprint
+        and of each kernel's header."""
+        return [st.text for st in self._steps]
 
     def __getitem__(self, tensor) -> Stage:
         name = tensor.name if isinstance(tensor, Tensor) else tensor
@@ -444,8 +473,8 @@ class Schedule:
             name += "_"
         stage = Stage(self, tensor, "cache_read", name=name, scope=scope, readers=stages)
         self.caches.append(stage)
-        self.log.append(f"cache_read({tensor.name}, {scope!r}, readers=[{', '.join(s.name for s in stages)}])"
-                        f" -> {name}")
+        self._steps.append(Step("cache_read", None, (TensorRef(tensor.name), SCOPES[SCOPES.index(scope)],
+                                                     tuple(StageRef(st.name) for st in stages)), (name,)))
         return stage
 
     def cache_write(self, tensor: Tensor, scope: str) -> Stage:
@@ -463,7 +492,7 @@ class Schedule:
             raise ArgumentError(f"cache_write: {tensor.name} already has a cache_write stage")
         stage = Stage(self, tensor, "cache_write", name=f"{tensor.name}_local", scope=scope)
         self.caches.append(stage)
-        self.log.append(f"cache_write({tensor.name}, 'local') -> {stage.name}")
+        self._steps.append(Step("cache_write", None, (TensorRef(tensor.name), "local"), (stage.name,)))
         return stage
 
     def fingerprint(self) -> str:

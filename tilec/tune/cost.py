@@ -8,11 +8,12 @@ ranks and seeds the search (optuna's `enqueue_trial`); measurements decide.
 
 from __future__ import annotations
 
+import weakref
+
 from tilec.ir.dtypes import itemsize
 from tilec.ir.expr import evaluate
-from tilec.poly.footprint import analyze
+from tilec.plan.analysis import Analysis
 from tilec.schedule.knob import factor_value
-from tilec.schedule.placement import Plan
 
 PEAK_FLOPS = 700e12   # bf16 tensor-core rate measured on the H200 (shared notes: 678-790 TFLOP/s)
 BANDWIDTH = 4.25e12   # device memory copy bandwidth (4.28 TB/s measured)
@@ -27,9 +28,25 @@ def _prod(xs):
     return out
 
 
-def estimate(sched, config: dict, shape: dict) -> float:
+_ANALYSES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # schedule -> {(fingerprint, config): Analysis}
+
+
+def analysis_for(sched, config: dict) -> Analysis:
+    """The analysis of `sched` under `config`, kept while the schedule lives: the search prunes,
+    ranks and estimates each config from one plan. Keyed by the schedule's fingerprint (every decision)."""
+    key = (sched.fingerprint(), tuple(sorted(config.items())))
+    mine = _ANALYSES.setdefault(sched, {})
+    if key not in mine:
+        if len(mine) >= 512:
+            mine.clear()
+        mine[key] = Analysis(sched, config)
+    return mine[key]
+
+
+def estimate(sched, config: dict, shape: dict, analysis: Analysis | None = None) -> float:
     """Estimated seconds for one call of `sched` under `config` at sizes `shape`."""
     env = {**shape, **config}
+    analysis = analysis if analysis is not None else analysis_for(sched, config)
     flops, nbytes = 0.0, 0.0
     for st in sched.stages.values():
         t = st.tensor
@@ -41,10 +58,10 @@ def estimate(sched, config: dict, shape: dict) -> float:
             flops += points
     for t in sched.outputs:
         nbytes += _prod(evaluate(e, env) for e in t.shape) * itemsize(t.dtype)
-    plan = Plan(sched, config)
+    plan, resources = analysis.plan, analysis.resources
     cached = set()
     time = 0.0
-    for res, root in zip(analyze(sched, config), plan.kernels):
+    for res, root in zip(resources, plan.kernels):
         programs = _prod(evaluate(a.extent, env) for a in root.layout.grid)
         for f in res.footprints:
             p = next(q for q in plan.placed.values() if any(c.name == f.cache for cs in q.caches.values() for c in cs))
@@ -63,11 +80,13 @@ def estimate(sched, config: dict, shape: dict) -> float:
     # memory latency; too few warps for a tile's accumulator spill registers
     stages = min((factor_value(v, config) for st in sched.stages.values() for v in st.pipelines.values()), default=1)
     warps = [factor_value(st.warps, config) for st in sched.stages.values() if st.warps is not None] or [4]
-    acc = max((res.registers_per_thread for res in analyze(sched, config)), default=0)
+    acc = max((res.registers_per_thread for res in resources), default=0)
     latency = 1 + 0.15 / max(stages, 1)
     pressure = 1 + 0.002 * max(0, acc - 128) + 0.02 * (max(warps) == 8 and acc < 64)
     return max(flops / PEAK_FLOPS, nbytes / BANDWIDTH) / max(wave_eff, 1e-3) * latency * pressure + time
 
 
 def weighted_estimate(sched, config: dict, mix) -> float:
-    return sum(w * estimate(sched, config, shape) for shape, w in mix)
+    """The mix's weighted estimate: one analysis of (sched, config) for every shape."""
+    analysis = analysis_for(sched, config)
+    return sum(w * estimate(sched, config, shape, analysis) for shape, w in mix)

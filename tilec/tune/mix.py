@@ -10,6 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from tilec.errors import ArgumentError
+from tilec.ir.tensor import sizes_of
 
 
 class ShapeMix:
@@ -82,6 +83,20 @@ class ShapeMix:
                 v, _, w = part.partition(":")
                 shapes.append((dict([_size(f"{name}={v}", "size")]), _weight(w or "1")))
         return cls(shapes, fixed=fx)
+
+    def check_sizes(self, sched, what: str = "the schedule", add: str = "put it in fixed=") -> None:
+        """Every shape must give exactly the sizes of `sched` (`tilec.ir.tensor.sizes_of`, the one
+        definition): none missing, none it does not use. `what` names the schedule in the message,
+        `add` says where a missing size goes."""
+        need = sorted(sizes_of(sched.tensors.values()))
+        for shape in self.shapes:
+            missing, extra = [n for n in need if n not in shape], sorted(set(shape) - set(need))
+            if missing:
+                raise ArgumentError(f"the mix's shape {ShapeMix.key(shape)} does not give size {', '.join(missing)} "
+                                    f"of {what}; every shape needs {', '.join(need)} ({add})")
+            if extra:
+                raise ArgumentError(f"the mix gives size {', '.join(extra)}, which {what} does not use (its "
+                                    f"sizes: {', '.join(need) or 'none'})")
 
     def __repr__(self):
         return "ShapeMix(" + ", ".join(f"{self.key(s)}: {w:.3f}" for s, w in self) + ")"

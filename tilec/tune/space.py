@@ -9,8 +9,9 @@ from dataclasses import dataclass
 
 from tilec.errors import TilecError
 from tilec.ir.expr import evaluate
-from tilec.poly.footprint import REGISTER_LIMIT, SHARED_LIMIT, analyze
+from tilec.poly.footprint import REGISTER_LIMIT, SHARED_LIMIT
 from tilec.schedule.schedule import Split
+from tilec.tune.cost import analysis_for
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ class SearchSpace:
                     return Feasibility(False, f"tile {name}={config[name]} exceeds every shape's extent "
                                               f"(largest {largest})")
         try:
-            resources = analyze(self.sched, config)
+            resources = analysis_for(self.sched, config).resources
         except TilecError as e:
             return Feasibility(False, f"does not lower: {e}")
         for r in resources:

@@ -294,13 +294,7 @@ def tune(sched, mix: ShapeMix, trials: int = 64, *, args=None, reference=None, s
     if recipe is not None and not Path(recipe).is_file():
         raise ArgumentError(f"tune: recipe {recipe!r} is not a file; give a Python file defining make()")
     args = list(args) if args is not None else sched.placeholders + list(sched.outputs)
-    from tilec.ir.expr import SizeVar, walk
-    needed = sorted({n.name for t in args for e in t.shape for n in walk(e) if isinstance(n, SizeVar)})
-    for shape, _ in mix:
-        missing = [n for n in needed if n not in shape]
-        if missing:
-            raise ArgumentError(f"tune: the mix's shape {ShapeMix.key(shape)} does not give {', '.join(missing)}; "
-                                f"every shape needs {', '.join(needed)} (put common ones in fixed=)")
+    mix.check_sizes(sched, "the schedule", "put the common ones in fixed=")
     if reference is None:
         from tilec.schedule.schedule import create_schedule
         reference = Kernel(create_schedule(list(sched.outputs)), args)

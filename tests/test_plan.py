@@ -1,0 +1,117 @@
+"""The plan is the one analysis of (schedule, config): one is built per tc.build, at most one per
+checked primitive and one per cost estimate, and the int64 form of a kernel reuses it. Counted by
+wrapping the constructors of the plan (`Plan`) and of its isl time maps (`TimeMaps`)."""
+
+from __future__ import annotations
+
+import collections
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+
+import tilec as tc
+from tilec.plan import Analysis, legal_places, placement
+from tilec.poly import timemap
+from tilec.tune.cost import estimate, weighted_estimate
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+
+
+@pytest.fixture
+def built(monkeypatch):
+    """Counts of Plan and TimeMaps constructions since the last `.clear()`."""
+    counts = collections.Counter()
+    for mod, cls in ((placement, "Plan"), (timemap, "TimeMaps")):
+        orig = getattr(mod, cls).__init__
+
+        def counted(self, *args, _orig=orig, _name=cls, **kwargs):
+            counts[_name] += 1
+            return _orig(self, *args, **kwargs)
+
+        monkeypatch.setattr(getattr(mod, cls), "__init__", counted)
+    return counts
+
+
+def test_one_plan_per_build_and_none_for_the_int64_form(built):
+    s, args = importlib.import_module("matmul_silu").make()
+    built.clear()
+    kernel = tc.build(s, args)
+    assert built == {"Plan": 1, "TimeMaps": 1}
+    built.clear()
+    wide = kernel._program(True)  # the form for indices past 2**31: same analysis, wider indices
+    assert built == {} and wide.analysis is kernel.program.analysis
+    assert "tl.int64" in wide.source() and "tl.int64" not in kernel.source
+
+
+def test_at_most_one_plan_per_checked_primitive(built):
+    """DESIGN's schedule, one primitive at a time: each is checked from at most one plan."""
+    M, N, K = tc.size_vars("M N K")
+    A = tc.placeholder((M, K), "bfloat16", name="A")
+    W = tc.placeholder((K, N), "bfloat16", name="W")
+    k = tc.reduce_axis(K, name="k")
+    C = tc.compute((M, N), lambda i, j: tc.sum(A[i, k] * W[k, j], axis=k, acc_dtype="float32"),
+                   name="C", dtype="bfloat16")
+    Y = tc.compute((M, N), lambda i, j: tc.silu(C[i, j]), name="Y")
+    s = tc.create_schedule(Y)
+    ax = {}
+    steps = [
+        lambda: ax.update(zip(("io", "ii"), s[C].split(C.axis[0], tc.knob("BM", [64, 128])))),
+        lambda: ax.update(zip(("jo", "ji"), s[C].split(C.axis[1], tc.knob("BN", [64, 128])))),
+        lambda: ax.update(zip(("ko", "ki"), s[C].split(C.reduce_axis[0], tc.knob("BK", [32, 64])))),
+        lambda: s[C].reorder(ax["io"], ax["jo"], ax["ko"], ax["ii"], ax["ji"], ax["ki"]),
+        lambda: s[C].bind(ax["io"], "program_id.0"),
+        lambda: s[C].bind(ax["jo"], "program_id.1"),
+        lambda: s.cache_read(A, "shared", readers=[C]).compute_at(s[C], ax["ko"]),
+        lambda: s[C].pipeline(ax["ko"], stages=3),
+        lambda: s[Y].compute_at(s[C], ax["jo"]),
+    ]
+    checked = 0
+    for step in steps:
+        built.clear()
+        step()
+        assert built["Plan"] <= 1 and built["TimeMaps"] <= 1, (len(s.log), dict(built))
+        checked += built["TimeMaps"]
+    assert checked >= 6  # the lowerable steps really ran the isl check
+
+
+def test_one_plan_per_cost_estimate(built):
+    s, _ = importlib.import_module("matmul_silu").make()
+    config = {"BM": 128, "BN": 64, "BK": 32, "stages": 3, "warps": 8}
+    mix = [({"M": 512, "N": 512, "K": 256}, 3.0), ({"M": 100, "N": 130, "K": 70}, 1.0)]
+    built.clear()
+    one = weighted_estimate(s, config, mix)
+    assert built["Plan"] == 1
+    assert one > 0 and one == pytest.approx(sum(w * estimate(s, config, shape) for shape, w in mix))
+    assert built["Plan"] == 1  # the same (schedule, config) reuses its analysis
+
+
+def test_the_legal_place_search_leaves_the_schedule_as_it_was():
+    s, _ = importlib.import_module("matmul_silu").make()
+    C, Y = s.tensors["C"], s.tensors["Y"]
+    before = (s.fingerprint(), s[Y].attach)
+    places = legal_places(s[Y])
+    assert places == ["C.io", "C.jo"]
+    assert (s.fingerprint(), s[Y].attach) == before
+    ko = next(a for a in s[C].leaves if a.name == "ko")
+    with pytest.raises(tc.IllegalScheduleError, match=r"Legal locations for Y are: C.io, C.jo"):
+        s[Y].compute_at(s[C], ko)
+    assert (s.fingerprint(), s[Y].attach) == before
+
+
+def test_the_analysis_decides_masks_before_any_code_is_written():
+    M, N = tc.size_vars("M N")
+    tc.assume(N % 64 == 0)
+    X = tc.placeholder((M, N), "float32", name="X")
+    Y = tc.compute((M, N), lambda i, j: X[i, j] + 1.0, name="Y")
+    s = tc.create_schedule(Y)
+    i, j = Y.axis
+    io, ii = s[Y].split(i, 16)
+    jo, ji = s[Y].split(j, 64)
+    s[Y].reorder(io, jo, ii, ji)
+    s[Y].bind(io, "program_id.0")
+    s[Y].bind(jo, "program_id.1")
+    masks = Analysis(s).masks["Y"]
+    assert masks == {i: True, j: False}  # N % 64 == 0 is assumed; M is not
+    assert "mask_i" in tc.lower(s).source() and "mask_j" not in tc.lower(s).source()

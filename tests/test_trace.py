@@ -1,0 +1,425 @@
+"""Schedules as replayable traces: every primitive appends a frozen Step to `s.trace`, `str(s.trace)` is
+Python that rebuilds the schedule, and `tc.replay(trace, outputs)` rebuilds it with the same fingerprint
+(so the same tuning study names) and the same Triton source."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+
+import tilec as tc
+from tilec.schedule import AxisRef, KnobRef, StageRef, Step, TensorRef, Trace
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+sys.path.insert(0, str(EXAMPLES))
+# every example that defines make() -> (schedule, args)
+NAMES = sorted(p.stem for p in EXAMPLES.glob("*.py") if "def make(" in p.read_text())
+
+
+def design_schedule():
+    """The schedule of DESIGN.md and the README's tour: GEMM + SiLU epilogue."""
+    M, N, K = tc.size_vars("M N K")
+    A = tc.placeholder((M, K), "bfloat16", name="A")
+    W = tc.placeholder((K, N), "bfloat16", name="W")
+    k = tc.reduce_axis(K, name="k")
+    C = tc.compute((M, N), lambda i, j: tc.sum(A[i, k] * W[k, j], axis=k, acc_dtype="float32"),
+                   name="C", dtype="bfloat16")
+    Y = tc.compute((M, N), lambda i, j: tc.silu(C[i, j]), name="Y")
+    s = tc.create_schedule(Y)
+    i, j = C.axis
+    (kk,) = C.reduce_axis
+    io, ii = s[C].split(i, tc.knob("BM", [64, 128, 256]))
+    jo, ji = s[C].split(j, tc.knob("BN", [64, 128, 256]))
+    ko, ki = s[C].split(kk, tc.knob("BK", [32, 64]))
+    s[C].reorder(io, jo, ko, ii, ji, ki)
+    s[C].bind(io, "program_id.0")
+    s[C].bind(jo, "program_id.1")
+    s.cache_read(A, "shared", readers=[C]).compute_at(s[C], ko)
+    s.cache_read(W, "shared", readers=[C]).compute_at(s[C], ko)
+    s.cache_write(C, "local").compute_at(s[C], jo)
+    s[C].pipeline(ko, stages=tc.knob("stages", [2, 3, 4]))
+    s[Y].compute_at(s[C], jo)
+    return s, (A, W, C, Y), ko
+
+
+def run_text(trace, outputs) -> tc.Schedule:
+    """Execute `str(trace)` with `tc` and `outputs` in scope; the schedule it builds."""
+    ns = {"tc": tc, "outputs": outputs}
+    exec(compile(str(trace), "<trace>", "exec"), ns)
+    return ns["s"]
+
+
+def assert_same(a: tc.Schedule, b: tc.Schedule, config=None) -> None:
+    assert b.fingerprint() == a.fingerprint()
+    assert b.log == a.log
+    assert {n: k.choices for n, k in b.knobs.items()} == {n: k.choices for n, k in a.knobs.items()}
+    assert tc.lower(b, config).source() == tc.lower(a, config).source()
+
+
+def rebuilt(s: tc.Schedule, **kw):
+    """The schedule rebuilt three ways: replay (checked), replay unchecked, the Python text."""
+    return [tc.replay(s.trace, s.outputs, **kw) for kw in ({}, {"check": False})] + [run_text(s.trace, s.outputs)]
+
+
+# ---------------------------------------------------------------------------------------------
+# (a) the schedules of DESIGN and of the examples round-trip
+
+
+def test_design_schedule_replays():
+    s, _, _ = design_schedule()
+    for r in rebuilt(s):
+        assert_same(s, r)
+        assert r.trace == s.trace
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_example_replays(name):
+    s, args = importlib.import_module(name).make()
+    assert len(s.trace) > 0
+    last = {n: k.choices[-1] for n, k in s.knobs.items()}
+    for r in rebuilt(s):
+        assert_same(s, r)
+        assert_same(s, r, last)
+        assert r.trace == s.trace
+
+
+def test_examples_are_found():
+    assert {"matmul", "matmul_silu", "softmax", "rowscale_fp8"} <= set(NAMES) and "common" not in NAMES
+
+
+def test_text_of_the_design_trace():
+    s, (A, W, C, Y), _ = design_schedule()
+    assert str(s.trace) == '''\
+s = tc.create_schedule(outputs)
+BM = tc.knob("BM", [64, 128, 256])
+BN = tc.knob("BN", [64, 128, 256])
+BK = tc.knob("BK", [32, 64])
+stages = tc.knob("stages", [2, 3, 4])
+C = s["C"]
+C_i, C_j = C.tensor.axis
+(C_k,) = C.tensor.reduce_axis
+C_io, C_ii = C.split(C_i, BM)
+C_jo, C_ji = C.split(C_j, BN)
+C_ko, C_ki = C.split(C_k, BK)
+C.reorder(C_io, C_jo, C_ko, C_ii, C_ji, C_ki)
+C.bind(C_io, "program_id.0")
+C.bind(C_jo, "program_id.1")
+A_shared = s.cache_read(s.tensors["A"], "shared", readers=[C])
+A_shared.compute_at(C, C_ko)
+W_shared = s.cache_read(s.tensors["W"], "shared", readers=[C])
+W_shared.compute_at(C, C_ko)
+C_local = s.cache_write(s.tensors["C"], "local")
+C_local.compute_at(C, C_jo)
+C.pipeline(C_ko, stages=stages)
+Y = s["Y"]
+Y.compute_at(C, C_jo)
+'''
+    assert_same(s, run_text(s.trace, Y))  # `outputs` may be the tensor itself
+
+
+def test_step_text_is_the_log_line():
+    s, _, _ = design_schedule()
+    assert s.log == [st.text for st in s.trace] == s.trace.lines
+    assert s.log[0] == "C: split(i, BM) -> io, ii"
+    assert s.log[6] == "cache_read(A, 'shared', readers=[C]) -> A_shared"
+    assert s.log[-1] == "Y: compute_at(C, jo)"
+    assert str(s.trace[0]) == s.log[0]
+    first = s.trace[0]
+    assert first == Step("split", "C", (AxisRef("C", "i"), KnobRef("BM", (64, 128, 256))), ("io", "ii"))
+    assert s.trace[6] == Step("cache_read", None, (TensorRef("A"), "shared", (StageRef("C"),)), ("A_shared",))
+    assert s.trace[-1].args == (StageRef("C"), AxisRef("C", "jo"))
+    # the stages a step concerns: a kernel's header lists the steps of its stages
+    assert first.stages == {"C"}
+    assert s.trace[6].stages == {"A_shared"}
+    assert s.trace[7].stages == {"A_shared"}
+    assert s.trace[-1].stages == {"Y"}
+
+
+def test_fingerprint_is_the_computation_and_the_log():
+    # the fingerprint (the key of kernel caches; tuning study names hash it) is unchanged by traces
+    s, (A, W, C, Y), _ = design_schedule()
+    tensors = [f"{t!r}={t.body!r}" for t in s.tensors.values()]
+    assert s.fingerprint() == "\n".join(tensors + s.log)
+
+
+# ---------------------------------------------------------------------------------------------
+# (b) a refused primitive leaves the trace as it was
+
+
+def test_illegal_primitive_leaves_the_trace():
+    s, (A, W, C, Y), ko = design_schedule()
+    before, fp = s.trace, s.fingerprint()
+    with pytest.raises(tc.IllegalScheduleError, match=r"compute_at\(Y, C.ko\)"):
+        s[Y].compute_at(s[C], ko)
+    assert s.trace == before and list(s.trace) == list(before)
+    assert s.fingerprint() == fp
+    with pytest.raises(tc.IllegalScheduleError, match="reduction"):
+        s[C].bind(ko, "program_id.2")
+    assert s.trace == before
+    assert_same(s, tc.replay(s.trace, s.outputs))
+
+
+def test_refused_tile_rolls_back_its_first_split():
+    # tile's first split is recorded before its second one is refused: the whole tile is undone
+    X = tc.placeholder((37, 50), "float32", name="X")
+    Z = tc.compute((37, 50), lambda i, j: X[i, j] * 2.0, name="Z")
+    s = tc.create_schedule(Z)
+    with pytest.raises(tc.ArgumentError, match="factor"):
+        s[Z].tile(*Z.axis, tc.knob("B", [16, 32]), 0)
+    assert len(s.trace) == 0 and s.log == [] and s.knobs == {}
+
+
+def test_refused_unchecked_primitives_leave_the_trace():
+    s, (A, W, C, Y), _ = design_schedule()
+    before = s.trace
+    with pytest.raises(tc.ArgumentError):
+        s.cache_write(C, "local")  # C already has one
+    with pytest.raises(tc.ArgumentError):
+        s[C].num_warps(6)
+    with pytest.raises(tc.ArgumentError):
+        s.cache_read(A, "global", readers=[C])
+    assert s.trace == before
+
+
+# ---------------------------------------------------------------------------------------------
+# (c) frozen steps, hashable and comparable traces
+
+
+def test_steps_are_frozen_and_traces_immutable():
+    s, _, _ = design_schedule()
+    t = s.trace
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        t[0].stage = "Y"
+    with pytest.raises(AttributeError):
+        t._steps = ()
+    with pytest.raises(TypeError):
+        t[0] = t[1]
+    s[s.outputs[0]].num_warps(8)
+    assert len(t) == len(s.trace) - 1  # a trace taken earlier does not grow with the schedule
+
+
+def test_traces_are_hashable_and_equal_for_equal_schedules():
+    s1, _, _ = design_schedule()
+    s2, _, _ = design_schedule()
+    assert s1.trace == s2.trace and hash(s1.trace) == hash(s2.trace)
+    assert len({s1.trace, s2.trace}) == 1
+    assert {s1.trace[0]: 1}[s2.trace[0]] == 1
+    assert s1.trace != s1.trace[:-1]
+    assert isinstance(s1.trace[2:5], Trace) and s1.trace[2:5].lines == s1.log[2:5]
+    assert list(reversed(s1.trace))[0] == s1.trace[-1] and s1.trace.index(s1.trace[3]) == 3
+    assert Trace(list(s1.trace)) == s1.trace  # the axis names are not part of the value
+
+
+def test_tile_is_one_call_in_the_text_and_three_steps_in_the_log():
+    M, N, K = tc.size_vars("M N K")
+    A = tc.placeholder((M, K), "float16", name="A")
+    W = tc.placeholder((K, N), "float16", name="W")
+    k = tc.reduce_axis(K, name="k")
+    C = tc.compute((M, N), lambda i, j: tc.sum(A[i, k] * W[k, j], axis=k), name="C", dtype="float16")
+    s = tc.create_schedule(C)
+    io, jo, ii, ji = s[C].tile(*C.axis, 64, tc.knob("BN", [64, 128]))
+    ko, ki = s[C].split(k, 32)
+    s[C].reorder(io, jo, ko, ii, ji, ki)
+    s[C].bind(s[C].fuse(io, jo), "program_id.0")
+    assert s.log[:3] == ["C: split(i, 64) -> io, ii", "C: split(j, BN) -> jo, ji", "C: reorder(io, jo, ii, ji)"]
+    assert [st.within for st in s.trace] == ["tile"] * 3 + [None] * 4
+    assert "C_io, C_jo, C_ii, C_ji = C.tile(C_i, C_j, 64, BN)" in str(s.trace).splitlines()
+    for r in rebuilt(s):
+        assert_same(s, r)
+        assert r.trace == s.trace
+    # steps of a tile that is not whole are replayed (and written) one by one
+    steps = [dataclasses.replace(s.trace[0], within=None), *s.trace[1:]]
+    assert "C.tile(" not in str(Trace(steps, s.trace.axes))
+    for r in (tc.replay(steps, s.outputs), run_text(Trace(steps, s.trace.axes), s.outputs)):
+        assert_same(s, r)
+        assert [st.within for st in r.trace] == [None] * 7
+
+
+def test_variable_names_do_not_collide():
+    # stage names that are the text's own variables, and an axis variable that is another stage's name
+    X = tc.placeholder((37, 50), "float32", name="X")
+    S = tc.compute((37, 50), lambda i, j: X[i, j] * 2.0, name="s")
+    T = tc.compute((37, 50), lambda i, j: S[i, j] + 1.0, name="tc")
+    U = tc.compute((37, 50), lambda i, j: T[i, j] * S[i, j], name="outputs")
+    V = tc.compute((37, 50), lambda i, j: U[i, j] - 1.0, name="outputs_i")
+    s = tc.create_schedule(V)
+    s[U].split(U.axis[0], 8)
+    s[V].split(V.axis[0], 16)
+    s[S].compute_inline()
+    s[T].compute_inline()
+    text = str(s.trace)
+    assert 's_ = s["s"]' in text and 'tc_ = s["tc"]' in text and 'outputs_ = s["outputs"]' in text
+    assert_same(s, run_text(s.trace, s.outputs))
+
+
+def test_a_trace_without_axis_names_still_writes_python():
+    s, (A, W, C, Y), _ = design_schedule()
+    bare = Trace(list(s.trace))
+    assert bare.axes == {} and "C.tensor.axis + C.tensor.reduce_axis" in str(bare)
+    assert_same(s, run_text(bare, [Y]))
+
+
+# ---------------------------------------------------------------------------------------------
+# (d) replay of a step that does not fit the outputs
+
+
+def test_replay_of_a_missing_axis_names_the_step():
+    s, (A, W, C, Y), _ = design_schedule()
+    steps = list(s.trace)
+    steps[0] = dataclasses.replace(steps[0], args=(AxisRef("C", "x"), steps[0].args[1]))
+    with pytest.raises(tc.ArgumentError, match=r"^replay: trace\[0\] \(C: split\(x, BM\) -> io, ii\): C has no axis "
+                                               r"x \(its axes: i, j, k\)$"):
+        tc.replay(steps, s.outputs)
+    steps = list(s.trace)
+    steps[-1] = dataclasses.replace(steps[-1], args=(StageRef("C"), AxisRef("C", "jj")))
+    with pytest.raises(tc.ArgumentError, match=r"trace\[13\] \(Y: compute_at\(C, jj\)\): C has no axis jj \(its "
+                                               r"axes: io, jo, ko, ii, ji, ki\)"):
+        tc.replay(steps, s.outputs)
+
+
+def test_replay_of_a_missing_stage_or_tensor():
+    s, (A, W, C, Y), _ = design_schedule()
+    X = tc.placeholder((37,), "float32", name="X")
+    Z = tc.compute((37,), lambda i: X[i] * 2.0, name="Z")
+    with pytest.raises(tc.ArgumentError, match=r"^replay: trace\[0\] \(C: split\(i, BM\) -> io, ii\): the schedule "
+                                               r"has no stage C \(its stages: Z\)$"):
+        tc.replay(s.trace, [Z])
+    bad = Step("cache_read", None, (TensorRef("B"), "shared", (StageRef("C"),)), ("B_shared",))
+    with pytest.raises(tc.ArgumentError, match=r"trace\[0\] .*the schedule has no tensor B \(its tensors: A, W, C, Y\)"):
+        tc.replay([bad], s.outputs)
+
+
+def test_replay_on_another_computation_that_names_the_results_otherwise():
+    X = tc.placeholder((37, 50), "float32", name="X")
+    Z = tc.compute((37, 50), lambda i, j: X[i, j] * 2.0, name="Z")
+    s = tc.create_schedule(Z)
+    s[Z].split(Z.axis[0], 4)
+    Z2 = tc.compute((37, 50), lambda i, ii: X[i, ii] * 2.0, name="Z")  # the inner axis is named ii1 here
+    with pytest.raises(tc.ArgumentError, match=r"trace\[0\] \(Z: split\(i, 4\) -> io, ii\): on these outputs the "
+                                               r"primitive made Z: split\(i, 4\) -> io, ii1"):
+        tc.replay(s.trace, [Z2])
+
+
+def test_replay_arguments():
+    s, (A, W, C, Y), _ = design_schedule()
+    with pytest.raises(tc.ArgumentError, match="argument 1, 'trace' to replay: expected a Trace"):
+        tc.replay("C: split(i, 64)", [Y])
+    with pytest.raises(tc.ArgumentError, match="item 0 is not a Step"):
+        tc.replay(["C: split(i, 64)"], [Y])
+    with pytest.raises(tc.ArgumentError, match="create_schedule"):
+        tc.replay(s.trace, [A])
+    with pytest.raises(tc.ArgumentError, match="unknown primitive 'swizzle'"):
+        Step("swizzle", "C")
+    with pytest.raises(tc.ArgumentError, match="cache_read is applied to the schedule"):
+        Step("cache_read", "C")
+
+
+def test_check_false_skips_the_legality_check_only():
+    s, (A, W, C, Y), _ = design_schedule()
+    steps = list(s.trace)
+    steps[-1] = dataclasses.replace(steps[-1], args=(StageRef("C"), AxisRef("C", "ko")))
+    with pytest.raises(tc.IllegalScheduleError, match=r"compute_at\(Y, C.ko\)") as err:
+        tc.replay(steps, s.outputs)
+    assert "raised by replay: trace[13] (Y: compute_at(C, ko))" in err.value.__notes__
+    r = tc.replay(steps, s.outputs, check=False)  # built; tc.lower checks the whole schedule
+    assert r.log[-1] == "Y: compute_at(C, ko)"
+    with pytest.raises(tc.IllegalScheduleError):
+        tc.lower(r)
+    steps[0] = dataclasses.replace(steps[0], args=(AxisRef("C", "x"), steps[0].args[1]))
+    with pytest.raises(tc.ArgumentError, match="C has no axis x"):  # arguments are still validated
+        tc.replay(steps, s.outputs, check=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# (e) knobs
+
+
+def test_knobs_survive_replay():
+    s, _ = importlib.import_module("matmul_silu").make()
+    config = {"BM": 128, "BN": 64, "BK": 64, "stages": 4, "warps": 8}
+    for r in rebuilt(s):
+        assert list(r.knobs) == list(s.knobs) == ["BM", "BN", "BK", "stages", "warps"]
+        assert all(r.knobs[n].choices == k.choices for n, k in s.knobs.items())
+        assert_same(s, r, config)
+        assert str(tc.lower(r, config)) == str(tc.lower(s, config))
+    # one knob used by several stages is declared once in the text
+    s, _ = importlib.import_module("softmax").make()
+    text = str(s.trace)
+    assert text.count("tc.knob(") == 1 and text.count("BLOCK)") == 3
+
+
+# ---------------------------------------------------------------------------------------------
+# (f) every primitive round-trips
+
+
+def test_every_primitive_round_trips():
+    M, N = tc.size_vars("M N")
+    X = tc.placeholder((M, N), "float32", name="X")
+    b = tc.placeholder((M,), "float32", name="b")
+    P = tc.compute((M, N), lambda i, j: X[i, j] * 3.0, name="P", dtype="float16")
+    c = tc.reduce_axis(N, name="c")
+    R = tc.compute((M,), lambda r: tc.sum(P[r, c] * b[r], axis=c), name="R")
+    Q = tc.compute((M, N), lambda i, j: tc.exp(P[i, j]) + R[i], name="Q")
+    s = tc.create_schedule(Q)
+    io, ii = s[Q].split(Q.axis[0], tc.knob("BR", [16, 32]))
+    jo, ji = s[Q].split(Q.axis[1], 64)
+    s[Q].reorder(io, jo, ii, ji)
+    g = s[Q].fuse(io, jo)
+    s[Q].bind(g, "program_id.0")
+    s[Q].num_warps(tc.knob("warps", [4, 8]))
+    ro, ri = s[R].split(R.axis[0], 16)
+    co, ci = s[R].split(c, 64)
+    s[R].reorder(ro, co, ri, ci)
+    s[R].bind(ro, "program_id.0")
+    s[R].pipeline(co, stages=tc.knob("stages", [2, 3]))
+    cio, cii = s[R].split(ci, 4)
+    s[R].unroll(cio)
+    s[R].num_warps(2)
+    s.cache_read(b, "shared", readers=[R]).compute_at(s[R], ro)
+    s.cache_write(R, "local").compute_at(s[R], ro)
+    s[P].compute_at(s[Q], g)
+    s[P].compute_root()
+    s[P].compute_inline()
+    assert {st.primitive for st in s.trace} == {"split", "reorder", "fuse", "bind", "num_warps", "pipeline", "unroll",
+                                              "cache_read", "cache_write", "compute_at", "compute_root",
+                                              "compute_inline"}
+    assert s.log[-3:] == ["P: compute_at(Q, io_jo)", "P: compute_root()", "P: compute_inline()"]
+    assert s.trace[-7].stages == s.trace[-6].stages == {"b_shared"}
+    assert s.trace[-5].stages == s.trace[-4].stages == {"R_local"}
+    assert [k.default for k in s.knobs.values()] == [16, 4, 2]
+    last = {n: k.choices[-1] for n, k in s.knobs.items()}
+    for r in rebuilt(s):
+        assert_same(s, r)
+        assert_same(s, r, last)
+        assert r.trace == s.trace
+        assert [(c.name, c.kind, c.scope) for c in r.caches] == [(c.name, c.kind, c.scope) for c in s.caches]
+
+
+def test_quiet_stages_record_nothing():
+    # the default schedules lowering makes are not in the trace
+    s, (A, W, C, Y), _ = design_schedule()
+    n = len(s.trace)
+    s0 = tc.create_schedule(Y)
+    tc.lower(s0)
+    tc.lower(s)
+    assert len(s.trace) == n and len(s0.trace) == 0 and str(s0.trace) == "s = tc.create_schedule(outputs)\n"
+    assert_same(s0, tc.replay(s0.trace, [Y]))
+
+
+def test_an_int_subclass_factor_is_recorded_as_a_plain_int():
+    import enum
+
+    class Tile(enum.IntEnum):
+        SMALL = 16
+
+    X = tc.placeholder((37, 50), "float32", name="X")
+    Z = tc.compute((37, 50), lambda i, j: X[i, j] * 2.0, name="Z")
+    s = tc.create_schedule(Z)
+    s[Z].split(Z.axis[1], Tile.SMALL)
+    assert s.log == ["Z: split(j, 16) -> jo, ji"] and type(s.trace[0].args[1]) is int
+    assert "Z_jo, Z_ji = Z.split(Z_j, 16)" in str(s.trace)
+    assert_same(s, run_text(s.trace, [Z]))
