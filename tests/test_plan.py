@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import tilec as tc
+from tilec.lower.program import Program
 from tilec.plan import Analysis, legal_places, placement
 from tilec.poly import timemap
 from tilec.tune.cost import estimate, weighted_estimate
@@ -115,3 +116,16 @@ def test_the_analysis_decides_masks_before_any_code_is_written():
     masks = Analysis(s).masks["Y"]
     assert masks == {i: True, j: False}  # N % 64 == 0 is assumed; M is not
     assert "mask_i" in tc.lower(s).source() and "mask_j" not in tc.lower(s).source()
+
+
+def test_the_forms_of_a_kernel_render_one_ir():
+    """The int64 and interpreter forms are rendering options of one lowering: the same IR nodes,
+    rendered differently, and each the same text a direct lowering in that form gives."""
+    s, _ = importlib.import_module("matmul_silu").make()
+    prog = tc.lower(s)
+    for target, int64 in (("cuda", True), ("interpreter", False), ("interpreter", True)):
+        other = prog.with_form(target=target, int64=int64)
+        assert other.kernels is prog.kernels and other.analysis is prog.analysis
+        assert other.source() == Program(s, target=target, int64=int64).source()
+        assert other.source() != prog.source()
+    assert prog.source() == tc.lower(s).source()  # rendering another form leaves this one as it was

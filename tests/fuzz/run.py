@@ -169,7 +169,7 @@ SLOW_WORK = 300_000  # past this after shrinking (about 45 s and more) the case 
 def estimate_work(kernel, sizes: dict) -> int | None:
     """Statements the kernels execute: programs x the statements of each loop nest, loops unrolled."""
     from tilec.ir.expr import evaluate
-    from tilec.lower.nest import For
+    from tilec.lower.nest import For, statement
 
     env = {"cdiv": lambda a, b: -(-a // b), **sizes, **kernel.program.config}
 
@@ -179,7 +179,7 @@ def estimate_work(kernel, sizes: dict) -> int | None:
             if isinstance(x, For):
                 n += int(eval(x.extent_text, {}, env)) * (1 + cost(x.body))
             else:  # a statement costs about one interpreted op per 25 characters of it
-                n += 1 + len(getattr(x, "code", "")) // 25
+                n += 1 + len(statement(x, kernel.program.form) or "") // 25
         return n
 
     try:

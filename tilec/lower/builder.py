@@ -1,4 +1,5 @@
-"""Lowering, step one: schedule + config -> loop-nest IR (`nest.KernelIR`), one kernel per root stage.
+"""Lowering, the IR pass: the analysis (plan, masks) -> loop-nest IR (`nest.KernelIR`, statement nodes
+over `code` expressions), one kernel per root stage; `nest.render_triton` turns it into source.
 
 How a stage's loops become Triton:
 - leaves bound with `bind` are grid axes (`tl.program_id`); a fused grid axis is decomposed with // and %;
@@ -41,7 +42,23 @@ from tilec.ir.expr import (
 )
 from tilec.ir.tensor import sizes_of
 from tilec.lower import targets
-from tilec.lower.nest import Comment, For, KernelIR, Param, Stmt
+from tilec.lower.code import Ex, Lit, LoopIndex, Name, Paren, Tanh, Tensor0d, f, paren
+from tilec.lower.nest import (
+    AccInit,
+    Assign,
+    Comment,
+    Dot,
+    For,
+    KernelIR,
+    Param,
+    ProgramId,
+    Store,
+    TanhExp,
+    Update,
+)
+from tilec.lower.nest import (
+    Load as LoadTile,
+)
 from tilec.plan.placement import Placed
 from tilec.schedule.knob import Knob, factor_value
 from tilec.schedule.schedule import Fuse, Split, Stage
@@ -54,9 +71,9 @@ _MATH = {"exp": "tl.exp", "log": "tl.log", "sqrt": "tl.sqrt", "rsqrt": "tl.rsqrt
 
 @dataclass
 class Val:
-    """A value in the kernel: Triton expression text, the tile dims it varies over, its dtype."""
+    """A value in the kernel: its expression (tilec.lower.code), the tile dims it varies over, its dtype."""
 
-    code: str
+    code: Ex
     dims: tuple[str, ...]
     dtype: str
 
@@ -65,10 +82,10 @@ class Val:
 class AxisVal:
     """An original axis inside a kernel: its offsets variable, dims, the loop depth defining it, mask."""
 
-    code: str
+    code: Ex
     dims: tuple[str, ...]
     level: int
-    mask: str | None
+    mask: Ex | None
 
 
 def _is_product(e) -> bool:
@@ -78,20 +95,9 @@ def _is_product(e) -> bool:
     return isinstance(e, Binary) and e.op == "*"
 
 
-def _paren(code: str) -> str:
-    """`code` wrapped in parentheses unless it is a name, a number or an indexed name."""
-    import re
-
-    if re.fullmatch(r"[\w.]+(\[[:, None]*\])?", code) or re.fullmatch(r"\d+\.?\d*(e-?\d+)?", code):
-        return code
-    m = re.match(r"[\w.]+\(", code)
-    if m and code.endswith(")"):  # a call: atomic if its opening parenthesis closes at the end
-        depth = 0
-        for n, ch in enumerate(code[m.end() - 1:], start=m.end() - 1):
-            depth += {"(": 1, ")": -1}.get(ch, 0)
-            if depth == 0:
-                return code if n == len(code) - 1 else f"({code})"
-    return f"({code})"
+def _is_name(code: Ex) -> bool:
+    """A value written as one name (a variable, a size, a loop counter, True): used twice, it needs no temporary."""
+    return code.text().isidentifier()
 
 
 def _nonnegative(e: Expr) -> bool:
@@ -105,20 +111,11 @@ def _nonnegative(e: Expr) -> bool:
     return True
 
 
-def _tensor(code: str) -> str:
-    """`code` as something `.to()` applies to: a Python number literal becomes a 0-d tensor."""
-    import re
-
-    if re.fullmatch(r"-?\d+\.?\d*(e[-+]?\d+)?|True|False|float\(\"-?(inf|nan)\"\)", code):
-        return f"tl.full((), {code}, {'tl.int1' if code in ('True', 'False') else 'tl.float32' if not code.lstrip('-').isdigit() else 'tl.int32'})"
-    return _paren(code)
-
-
-def _via_float32(code: str, src: str, dst: str) -> str:
+def _via_float32(code: Ex, src: str, dst: str) -> Ex:
     """An int or bool going to bfloat16 or float8 goes through float32, as torch converts it (Triton's
     interpreter bit-casts int -> bfloat16 and refuses int -> float8)."""
     if not dtypes.is_float(src) and dst in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
-        return f"{_paren(code)}.to(tl.float32)"
+        return f("{}.to(tl.float32)", Paren(code))
     return code
 
 
@@ -131,10 +128,10 @@ def _may_overrun(st: Stage, axis: IterVar, config: dict) -> bool:
                 o, i = top(rel.outer), top(rel.inner)
                 return None if o is None or i is None else o * factor_value(rel.factor, config) + i
             if isinstance(rel, Fuse) and a in (rel.outer, rel.inner):
-                f, ext = top(rel.fused), _const_extent(rel.inner.extent, config)
-                if f is None or ext is None:
+                fused, ext = top(rel.fused), _const_extent(rel.inner.extent, config)
+                if fused is None or ext is None:
                     return None
-                return f // ext if a is rel.outer else builtins.min(f, ext - 1)
+                return fused // ext if a is rel.outer else builtins.min(fused, ext - 1)
         ext = _const_extent(a.extent, config)
         return None if ext is None else ext - 1
     top_value, ext = top(axis), _const_extent(axis.extent, config)
@@ -209,7 +206,7 @@ class KernelBuilder:
         if isinstance(e, Binary) and e.op == "cdiv":
             return f"tl.cdiv({self.scalar(e.a)}, {self.scalar(e.b)})"
         if isinstance(e, Binary) and e.op in ("*", "+", "-", "//", "%"):
-            return f"{_paren(self.scalar(e.a))} {e.op} {_paren(self.scalar(e.b))}"
+            return f"{paren(self.scalar(e.a))} {e.op} {paren(self.scalar(e.b))}"
         raise LoweringError(f"cannot use {e!r} as a size in generated code")
 
     def text(self, e: Expr) -> str:
@@ -227,50 +224,53 @@ class KernelBuilder:
         order = tuple(d for d in target if d in dims)
         if order != dims:
             if len(dims) == 2:
-                code = f"tl.trans({code})"
+                code = f("tl.trans({})", code)
             else:
-                code = f"tl.permute({code}, {tuple(dims.index(d) for d in order)})"
+                code = f("tl.permute({}, " + str(tuple(dims.index(d) for d in order)) + ")", code)
         if order != target and order:
-            code = f"{_paren(code)}[{', '.join(':' if d in order else 'None' for d in target)}]"
+            code = f("{}[" + ", ".join(':' if d in order else 'None' for d in target) + "]", Paren(code))
         if full and order != target:
             shape = ", ".join(self.dim_extent[d] for d in target)
             shape = f"({shape},)" if len(target) == 1 else f"({shape})"
             if not dims:  # a scalar (maybe a Python number, which tl.broadcast_to does not take)
                 tn = dtypes.triton_name(v.dtype) if v.dtype in dtypes.DTYPES else "tl.float32"
-                return f"(tl.zeros({shape}, {tn}) {'|' if v.dtype == 'bool' else '+'} {_paren(code)})"
-            code = f"tl.broadcast_to({code}, {shape})"
+                return f("(tl.zeros(" + shape + ", " + tn + ") " + ('|' if v.dtype == 'bool' else '+') + " {})",
+                         Paren(code))
+            code = f("tl.broadcast_to({}, " + shape + ")", code)
         return code
 
     def combine(self, fmt: str, vals: list[Val], dtype: str, order: tuple[str, ...] | None = None) -> Val:
+        """`fmt` (a template with one `{}` per value) over `vals`, each laid out over their joint dims."""
         dims = order if order is not None else self._order({d for v in vals for d in v.dims})
-        return Val(fmt.format(*[self.expand(v, dims) for v in vals]), dims, dtype)
+        return Val(f(fmt, *[self.expand(v, dims) for v in vals]), dims, dtype)
 
     def widen(self, v: Val) -> Val:
         """A loaded low-precision float as float32 (arithmetic runs in float32 between rounding points)."""
         c = dtypes.compute_dtype(v.dtype)
         if c == v.dtype:
             return v
-        return Val(f"{_paren(v.code)}.to({dtypes.triton_name(c)})", v.dims, c)
+        return Val(f("{}.to(" + dtypes.triton_name(c) + ")", Paren(v.code)), v.dims, c)
 
-    def emit_stmt(self, hint: str, code: str, nest: str | None = None) -> str:
+    def emit_stmt(self, hint: str, code: Ex, nest: str | None = None) -> Name:
+        """`name = code` in the current body; the name (fresh, from `hint`) stands for the value."""
         name = self.fresh(hint)
-        self.stmts.append(Stmt(f"{name} = {code}", nest))
-        return name
+        self.stmts.append(Assign(name, code, nest))
+        return Name(name)
 
     # -- expressions ----------------------------------------------------------------------------
     def emit(self, e: Expr, st: Stage, loads: dict) -> Val:
         env = self.env[st.name]
         if isinstance(e, Const):
             if e.dtype == "bool":
-                return Val(str(bool(e.value)), (), "bool")
+                return Val(Lit(str(bool(e.value))), (), "bool")
             if isinstance(e.value, float):
                 v = e.value
                 code = 'float("inf")' if v == float("inf") else 'float("-inf")' if v == float("-inf") else \
                     'float("nan")' if v != v else repr(v)
-                return Val(code, (), "float32")
-            return Val(repr(e.value), (), "int32")
+                return Val(Lit(code), (), "float32")
+            return Val(Lit(repr(e.value)), (), "int32")
         if isinstance(e, (SizeVar, Knob)):
-            return Val(self.scalar(e), (), "int32")
+            return Val(Lit(self.scalar(e)), (), "int32")
         if isinstance(e, IterVar):
             if e not in env:
                 raise LoweringError(f"{st.name} uses axis {e.name}, which is not one of its axes")
@@ -285,26 +285,27 @@ class KernelBuilder:
             tn = dtypes.triton_name(e.dtype)
             if dtypes.is_float(e.dtype) and dtypes.compute_dtype(e.dtype) != e.dtype:
                 c = dtypes.triton_name(dtypes.compute_dtype(e.dtype))
-                return Val(f"{_tensor(_via_float32(v.code, v.dtype, e.dtype))}.to({tn}).to({c})", v.dims,
-                           dtypes.compute_dtype(e.dtype))
-            return Val(f"tl.cast({v.code}, {tn})", v.dims, e.dtype)
+                return Val(f("{}.to(" + tn + ").to(" + c + ")", Tensor0d(_via_float32(v.code, v.dtype, e.dtype))),
+                           v.dims, dtypes.compute_dtype(e.dtype))
+            return Val(f("tl.cast({}, " + tn + ")", v.code), v.dims, e.dtype)
         if isinstance(e, Unary):
             v = self.emit(e.a, st, loads)
-            return Val(f"{e.op}{_paren(v.code)}", v.dims, v.dtype)
+            return Val(f(e.op + "{}", Paren(v.code)), v.dims, v.dtype)
         if isinstance(e, Call):
             v = self.emit(e.args[0], st, loads)
             if not dtypes.is_float(v.dtype) and e.fn != "abs":
-                v = Val(f"tl.cast({v.code}, tl.float32)", v.dims, "float32")
+                v = Val(f("tl.cast({}, tl.float32)", v.code), v.dims, "float32")
             if e.fn == "silu":
-                if not v.code.isidentifier():
+                if not _is_name(v.code):
                     v = Val(self.emit_stmt("x", v.code), v.dims, v.dtype)
-                return Val(f"{v.code} * tl.sigmoid({v.code})", v.dims, v.dtype)
+                return Val(f("{} * tl.sigmoid({})", v.code, v.code), v.dims, v.dtype)
             if e.fn == "tanh":
-                if not v.code.isidentifier():
+                if not _is_name(v.code):
                     v = Val(self.emit_stmt("x", v.code), v.dims, v.dtype)
-                self.p.uses_libdevice |= self.p.target == "cuda"
-                return Val(targets.tanh(v.code, self.p.target, self.emit_stmt), v.dims, v.dtype)
-            return Val(f"{_MATH[e.fn]}({v.code})", v.dims, v.dtype)
+                e_name = self.fresh("e")  # the interpreter form computes tl.exp(-2|x|) here (targets.py)
+                self.stmts.append(TanhExp(e_name, v.code))
+                return Val(Tanh(v.code, e_name), v.dims, v.dtype)
+            return Val(f(_MATH[e.fn] + "({})", v.code), v.dims, v.dtype)
         if isinstance(e, Where):
             c, a, b = (self.emit(x, st, loads) for x in (e.cond, e.a, e.b))
             return self.combine("tl.where({}, {}, {})", [c, a, b], dtypes.promote(a.dtype, b.dtype))
@@ -312,19 +313,19 @@ class KernelBuilder:
             a, b = self.emit(e.a, st, loads), self.emit(e.b, st, loads)
             if a.dtype == b.dtype == "bool" and e.op in ("+", "*", "max", "min"):  # torch: or / and
                 op = "|" if e.op in ("+", "max") else "&"
-                return self.combine(f"{{}} {op} {{}}", [Val(_paren(a.code), a.dims, "bool"),
-                                                       Val(_paren(b.code), b.dims, "bool")], "bool")
+                return self.combine(f"{{}} {op} {{}}", [Val(Paren(a.code), a.dims, "bool"),
+                                                       Val(Paren(b.code), b.dims, "bool")], "bool")
             if e.op in ("max", "min"):
                 dtype = dtypes.promote(a.dtype, b.dtype)
                 prop = ", propagate_nan=tl.PropagateNan.ALL" if dtypes.is_float(dtype) else ""  # as torch
                 return self.combine(f"tl.{e.op}imum({{}}, {{}}{prop})", [a, b], dtype)
             if e.op == "/" and not dtypes.is_float(a.dtype) and not dtypes.is_float(b.dtype):
-                a = Val(f"tl.cast({a.code}, tl.float32)", a.dims, "float32")
+                a = Val(f("tl.cast({}, tl.float32)", a.code), a.dims, "float32")
             if e.op in ("//", "%") and not _nonnegative(e):
                 return self.floor_divmod(e.op, a, b)
             dtype = "bool" if e.op in ("<", "<=", ">", ">=", "==", "!=") else dtypes.promote(a.dtype, b.dtype)
-            return self.combine(f"{{}} {e.op} {{}}", [Val(_paren(a.code), a.dims, a.dtype),
-                                                      Val(_paren(b.code), b.dims, b.dtype)], dtype)
+            return self.combine(f"{{}} {e.op} {{}}", [Val(Paren(a.code), a.dims, a.dtype),
+                                                      Val(Paren(b.code), b.dims, b.dtype)], dtype)
         if isinstance(e, Reduce):
             raise LoweringError(f"{st.name}: a reduction can only be the whole body of a compute")
         raise LoweringError(f"cannot lower expression {e!r}")
@@ -332,9 +333,9 @@ class KernelBuilder:
     def floor_divmod(self, op: str, a: Val, b: Val) -> Val:
         """Python/torch `//` and `%` (rounding toward minus infinity); Triton's integer ops truncate."""
         dtype = dtypes.promote(a.dtype, b.dtype)
-        if not a.code.isidentifier():
+        if not _is_name(a.code):
             a = Val(self.emit_stmt("n", a.code), a.dims, a.dtype)
-        if not b.code.isidentifier() and not b.code.lstrip("-").replace(".", "").isdigit():
+        if not _is_name(b.code) and not b.code.text().lstrip("-").replace(".", "").isdigit():
             b = Val(self.emit_stmt("d", b.code), b.dims, b.dtype)
         if dtypes.is_float(dtype):
             q = self.combine("tl.floor({} / {})", [a, b], dtype)
@@ -342,9 +343,10 @@ class KernelBuilder:
         r = self.combine("{} % {}", [a, b], dtype)
         r = Val(self.emit_stmt("r", r.code), r.dims, dtype)
         fix = self.combine("({} != 0) & (({} < 0) != ({} < 0))", [r, r, b], "bool")
+        fixed = Val(fix.code, (), "bool")  # laid out already: not expanded again
         if op == "%":
-            return self.combine(f"tl.where({fix.code}, {{}} + {{}}, {{}})", [r, b, r], dtype)
-        return self.combine(f"tl.where({fix.code}, {{}} // {{}} - 1, {{}} // {{}})", [a, b, a, b], dtype)
+            return self.combine("tl.where({}, {} + {}, {})", [fixed, r, b, r], dtype)
+        return self.combine("tl.where({}, {} // {} - 1, {} // {})", [fixed, a, b, a, b], dtype)
 
     def dims_of(self, e: Expr, st: Stage) -> set[str]:
         """The tile dims an expression varies over (without emitting it)."""
@@ -412,7 +414,7 @@ class KernelBuilder:
             if got != axis_codes:
                 raise LoweringError(
                     f"{st.name} reads {ld!r}, but {t.name} is computed in the same kernel only at the positions "
-                    f"of that loop ({', '.join(map(str, axis_codes))}); read it at its own axes or compute_root {t.name}")
+                    f"of that loop ({', '.join(c.text() for c in axis_codes)}); read it at its own axes or compute_root {t.name}")
             return val
         key = repr(ld)
         for scope in reversed(self.scopes):
@@ -445,23 +447,23 @@ class KernelBuilder:
                     masks.append(Val(env[idx].mask, env[idx].dims, "bool"))
             else:  # a computed index, or an axis longer than the dimension it indexes: check the bounds
                 ext = self.scalar(t.shape[d])
-                masks.append(Val(f"({_paren(v.code)} >= 0) & ({_paren(v.code)} < {ext})", v.dims, "bool"))
+                masks.append(Val(f("({} >= 0) & ({} < " + ext + ")", Paren(v.code), Paren(v.code)), v.dims, "bool"))
         addr = self.address(ptr, t, idx_vals)
         self._check_tile_numel(st, addr.dims)
-        code = f"tl.load({addr.code}"
+        mask = None
         if masks:
-            mask = self.combine(" & ".join(["{}"] * len(masks)), masks, "bool", order=addr.dims)
-            code += f", mask={mask.code}, other=0"
-        code += ")"
-        name = self.emit_stmt(hint, code, f"{hint} = {ld!r}")
+            mask = self.combine(" & ".join(["{}"] * len(masks)), masks, "bool", order=addr.dims).code
+        name = self.fresh(hint)
+        self.stmts.append(LoadTile(name, addr.code, mask, f"{hint} = {ld!r}"))
+        name = Name(name)
         return Val(name, addr.dims, t.dtype)
 
     def address(self, ptr: str, t, idx_vals: list[Val]) -> Val:
         """`T + offs_i[:, None] * stride_T_0 + ...`, its dims in the tensor's index order (the memory
         order, so a row-major tile is loaded with its contiguous dimension last)."""
         order = tuple(dict.fromkeys(d for v in idx_vals for d in v.dims))
-        terms = [f"{_paren(self.expand(v, order))} * stride_{t.name}_{d}" for d, v in enumerate(idx_vals)]
-        return Val(" + ".join([ptr, *terms]), order, "ptr")
+        terms = [f("{} * stride_" + f"{t.name}_{d}", Paren(self.expand(v, order))) for d, v in enumerate(idx_vals)]
+        return Val(f(" + ".join(["{}"] * (len(terms) + 1)), Name(ptr), *terms), order, "ptr")
 
     # -- stages ---------------------------------------------------------------------------------
     def emit_stage(self, placed: Placed, out: list) -> None:
@@ -479,9 +481,9 @@ class KernelBuilder:
             if size_text(axis.extent) != size_text(taxis.extent):
                 v = env[axis]
                 mask = self.fresh(f"mask_{axis.name}_{x.name}")
-                cond = f"{v.code} < {_paren(self.scalar(axis.extent))}"
-                out.append(Stmt(f"{mask} = " + (f"({cond}) & {v.mask}" if v.mask else cond), None))
-                env[axis] = AxisVal(v.code, v.dims, v.level, mask)
+                cond = f("{} < " + paren(self.scalar(axis.extent)), v.code)
+                out.append(Assign(mask, f("({}) & {}", cond, v.mask) if v.mask else cond))
+                env[axis] = AxisVal(v.code, v.dims, v.level, Name(mask))
         leaf_val: dict[IterVar, Val] = {}
         level_of: dict[IterVar, int] = {}
         saved = self.stmts
@@ -491,40 +493,37 @@ class KernelBuilder:
                 f"{a.name} -> program_id.{st.binds[a]}" for a in lay.grid)))
         for a in lay.grid:
             var = self.fresh(a.name)
-            # int64 form: indices are computed in int64 from the program id on (io * 1024 overflows int32)
-            wide = ".to(tl.int64)" if self.p.int64 else ""
-            self.stmts.append(Stmt(f"{var} = tl.program_id({st.binds[a]}){wide}"))
-            leaf_val[a], level_of[a] = Val(var, (), "int32"), -1
+            self.stmts.append(ProgramId(var, st.binds[a]))  # int64 in the int64 form (nest.py)
+            leaf_val[a], level_of[a] = Val(Name(var), (), "int32"), -1
         loop_vars = {}
         for n, a in enumerate(lay.loops):
             loop_vars[a] = self.fresh(a.name)
-            code = f"tl.cast({loop_vars[a]}, tl.int64)" if self.p.int64 else loop_vars[a]  # an int in the interpreter
-            leaf_val[a], level_of[a] = Val(code, (), "int32"), n
+            leaf_val[a], level_of[a] = Val(LoopIndex(loop_vars[a]), (), "int32"), n
         for a in lay.tiles:
             dim = self.fresh(a.name)
             self.dim_order.append(dim)
-            f = next(r.factor for r in st.relations if isinstance(r, Split) and r.inner is a)
-            self.dim_extent[dim] = self.scalar(f) if isinstance(f, Knob) else str(lay.tile_extent[a])
-            leaf_val[a], level_of[a] = Val(f"tl.arange(0, {self.dim_extent[dim]})", (dim,), "int32"), -1
+            factor = next(r.factor for r in st.relations if isinstance(r, Split) and r.inner is a)
+            self.dim_extent[dim] = self.scalar(factor) if isinstance(factor, Knob) else str(lay.tile_extent[a])
+            leaf_val[a], level_of[a] = Val(Lit(f"tl.arange(0, {self.dim_extent[dim]})"), (dim,), "int32"), -1
         # guards[a]: conditions on intermediate axes inside a's value that may overrun without a's own
         # value overrunning (the inner axis of a split, split again by a factor that does not divide it)
         guards: dict[IterVar, list[Val]] = defaultdict(list)
         for rel in reversed(st.relations):
             if isinstance(rel, Split) and rel.outer in leaf_val and rel.inner in leaf_val:
                 o, i = leaf_val[rel.outer], leaf_val[rel.inner]
-                f = self.scalar(rel.factor) if isinstance(rel.factor, Knob) else str(rel.factor)
-                leaf_val[rel.parent] = self.combine("{} * " + f + " + {}", [Val(_paren(o.code), o.dims, "int32"), i],
+                fac = self.scalar(rel.factor) if isinstance(rel.factor, Knob) else str(rel.factor)
+                leaf_val[rel.parent] = self.combine("{} * " + fac + " + {}", [Val(Paren(o.code), o.dims, "int32"), i],
                                                     "int32")
                 level_of[rel.parent] = max(level_of[rel.outer], level_of[rel.inner])
                 guards[rel.parent] = guards[rel.outer] + guards[rel.inner]
                 if rel.inner not in lay.kind and _may_overrun(st, rel.inner, self.config):
-                    guards[rel.parent].append(self.combine("{} < " + f, [Val(_paren(i.code), i.dims, "int32")],
+                    guards[rel.parent].append(self.combine("{} < " + fac, [Val(Paren(i.code), i.dims, "int32")],
                                                            "bool"))
             elif isinstance(rel, Fuse) and rel.fused in leaf_val:
                 fv = leaf_val[rel.fused]
                 ext = self.scalar(rel.inner.extent)
-                leaf_val[rel.outer] = Val(f"{_paren(fv.code)} // {_paren(ext)}", fv.dims, "int32")
-                leaf_val[rel.inner] = Val(f"{_paren(fv.code)} % {_paren(ext)}", fv.dims, "int32")
+                leaf_val[rel.outer] = Val(f("{} // " + paren(ext), Paren(fv.code)), fv.dims, "int32")
+                leaf_val[rel.inner] = Val(f("{} % " + paren(ext), Paren(fv.code)), fv.dims, "int32")
                 level_of[rel.outer] = level_of[rel.inner] = level_of[rel.fused]
                 guards[rel.outer] = guards[rel.inner] = list(guards[rel.fused])
         defs: dict[int, list] = defaultdict(list)
@@ -535,20 +534,19 @@ class KernelBuilder:
         def define(axes: list, stmts: list) -> None:
             for axis in axes:
                 v = leaf_val[axis]
-                code = v.code  # int64 form: made of int64 program ids and loop counters already
                 name = self.fresh(f"offs_{axis.name}")
-                stmts.append(Stmt(f"{name} = {code}", None))
+                stmts.append(Assign(name, v.code))  # int64 form: of int64 program ids and loop counters
                 mask = None
                 conds = []
                 if self.p.masks[x.name][axis]:  # decided by isl in the analysis (tilec.plan)
-                    conds.append(Val(f"{name} < {_paren(self.scalar(axis.extent))}", v.dims, "bool"))
+                    conds.append(Val(f("{} < " + paren(self.scalar(axis.extent)), Name(name)), v.dims, "bool"))
                 conds += guards[axis]
                 if conds:
                     mask = self.fresh(f"mask_{axis.name}")
                     m = self.combine(" & ".join(["({})" if len(conds) > 1 else "{}"] * len(conds)), conds, "bool",
                                      order=v.dims)
-                    stmts.append(Stmt(f"{mask} = {m.code}", None))
-                env[axis] = AxisVal(name, v.dims, level_of[axis], mask)
+                    stmts.append(Assign(mask, m.code))
+                env[axis] = AxisVal(Name(name), v.dims, level_of[axis], Name(mask) if mask else None)
 
         define(defs[-1], out)
         self._attached(placed, -1, "producer", out)
@@ -615,12 +613,12 @@ class KernelBuilder:
         if n == lay.first_reduce and x.tensor.is_reduction:
             acc = self.acc_init(x, out)
             self.emit_reduce_loops(placed, loop_vars, defs, define, n, out, acc)
-            result = Val(acc[0], acc[1], acc[2])
+            result = Val(Name(acc[0]), acc[1], acc[2])
             if n < len(lay.loops) and dtypes.is_float(acc[2]) and acc[2] == x.tensor.dtype:
                 # Triton 3.6's TritonGPUOptimizeThreadLocality pass asserts (a compiler abort) when the
                 # result of a float reduction loop has several uses: read it through one add. Exact for
                 # a sum (its +0.0 start never turns into -0.0); a max/min of -0.0 returns +0.0.
-                result = Val(f"{acc[0]} + 0.0", acc[1], acc[2])
+                result = Val(f("{} + 0.0", Name(acc[0])), acc[1], acc[2])
             self.finish(x, result, out)
             return
         if n == len(lay.loops):
@@ -682,8 +680,8 @@ class KernelBuilder:
         is_f = dtypes.is_float(red.dtype)
         init = (_IDENTITY if is_f else _IDENTITY_INT)[red.op]
         shape = "[" + ", ".join(self.dim_extent[d] for d in dims) + "]"
-        out.append(Stmt(f"{name} = tl.full({shape}, {init}, {dtypes.triton_name(red.dtype)})",
-                        f"{name}[{', '.join(dims)}] = {init}  # {red.dtype} accumulator of {x.name}"))
+        out.append(AccInit(name, shape, init, red.dtype,
+                           f"{name}[{', '.join(dims)}] = {init}  # {red.dtype} accumulator of {x.name}"))
         return name, dims, red.dtype
 
     def update(self, x: Stage, acc, out: list) -> None:
@@ -698,7 +696,7 @@ class KernelBuilder:
             loads: dict = {}
             v = self.emit(red.body, x, loads)
             if v.dtype != acc_dtype:  # tl.sum of bools is uint32 on the GPU: sum in the accumulator type
-                v = Val(f"tl.cast({v.code}, {dtypes.triton_name(acc_dtype)})", v.dims, acc_dtype)
+                v = Val(f("tl.cast({}, " + dtypes.triton_name(acc_dtype) + ")", v.code), v.dims, acc_dtype)
             full = self._order(set(sdims) | set(rdims))
             self._check_tile_numel(x, full)
             body = self.expand(v, full, full=True)
@@ -708,33 +706,33 @@ class KernelBuilder:
                 # Triton rewrites sum(x[:, :, None] * y[None, :, :], axis=1) into a TF32 tl.dot, which
                 # is wrong for a k tile narrower than its instruction (fuzz seed 900441): not a bare product
                 self.stmts.append(Comment("+ 0.0: a bare broadcast product summed is made a TF32 tl.dot by Triton"))
-                body = f"({body} + 0.0)"
+                body = f("({} + 0.0)", body)
             if masks:
                 m = self.combine(" & ".join(["{}"] * len(masks)), masks, "bool")
                 ident = (_IDENTITY if dtypes.is_float(acc_dtype) else _IDENTITY_INT)[red.op]
-                body = f"tl.where({self.expand(m, full)}, {body}, {ident})"
+                body = f("tl.where({}, {}, " + ident + ")", self.expand(m, full), body)
             nan = red.op != "sum" and dtypes.is_float(acc_dtype)
             if nan:  # tl.max/tl.min skip NaN; torch's amax/amin return it: carry a NaN flag
                 body = self.emit_stmt(f"{red.body.tensor.name.lower()}_vals" if isinstance(red.body, Load)
                                       else "vals", body)
-                flag = f"({body} != {body}).to(tl.int32)"
+                flag = f("({} != {}).to(tl.int32)", body, body)
             for d in sorted(rdims, key=full.index, reverse=True):
-                body = f"tl.{red.op}({body}, axis={full.index(d)})"
+                body = f(f"tl.{red.op}({{}}, axis={full.index(d)})", body)
                 if nan:
-                    flag = f"tl.max({flag}, axis={full.index(d)})"
+                    flag = f(f"tl.max({{}}, axis={full.index(d)})", flag)
             if nan:
                 self.stmts.append(Comment(f"tl.{red.op} skips NaN, torch's a{red.op} returns it: a NaN in the tile wins"))
-                body = self.emit_stmt(f"tile_{x.name}", f"tl.where({flag} > 0, float(\"nan\"), {body})")
+                body = self.emit_stmt(f"tile_{x.name}", f('tl.where({} > 0, float("nan"), {})', flag, body))
             prop = ", propagate_nan=tl.PropagateNan.ALL" if nan else ""
             combine = {"sum": f"{name} + {{}}", "max": f"tl.maximum({name}, {{}}{prop})",
                        "min": f"tl.minimum({name}, {{}}{prop})"}[red.op]
             if acc_dtype not in ("float32", "int32"):  # Python numbers in tl.where widen to float32 / int32
-                body = f"{_paren(body)}.to({dtypes.triton_name(acc_dtype)})"
+                body = f("{}.to(" + dtypes.triton_name(acc_dtype) + ")", Paren(body))
             part = Val(body, sdims, acc_dtype)
-            out.append(Stmt(f"{name} = {combine.format(_paren(self.expand(part, sdims, full=True)))}",
-                            f"{name}[{', '.join(sdims)}] " + (f"+= {red.body!r}" if red.op == "sum" else
-                                                               f"= {red.op}({name}, {red.body!r})")
-                            + f"  over tile [{', '.join(rdims)}]"))
+            out.append(Update(name, f(combine, Paren(self.expand(part, sdims, full=True))),
+                              f"{name}[{', '.join(sdims)}] " + (f"+= {red.body!r}" if red.op == "sum" else
+                                                                 f"= {red.op}({name}, {red.body!r})")
+                              + f"  over tile [{', '.join(rdims)}]"))
         self.stmts = saved
 
     def try_dot(self, x, red, sdims, rdims, acc, out) -> bool:
@@ -768,17 +766,10 @@ class KernelBuilder:
             return Val(self.expand(v, order), order, v.dtype)
 
         a, b = operand(lhs, (m, k)), operand(rhs, (k, n))
-        native = targets.native_dot(a.dtype, b.dtype, self.p.target)
-        extra = ""
-        if not native:
-            a, b = self.widen(a), self.widen(b)
-            if a.dtype != "float32":
-                a = Val(f"tl.cast({a.code}, tl.float32)", a.dims, "float32")
-            if b.dtype != "float32":
-                b = Val(f"tl.cast({b.code}, tl.float32)", b.dims, "float32")
-            extra = ', input_precision="ieee"'
-        out.append(Stmt(f"{acc} = tl.dot({a.code}, {b.code}, {acc}{extra})",
-                        f"{acc}[{m}, {n}] += {red.body!r}  over tile [{k}]  (tl.dot)"))
+        # bf16/fp16/fp8 pairs go to tl.dot as they are; anything else (or bf16 in the interpreter) is
+        # widened to float32 with input_precision="ieee", decided when the kernel is rendered (nest.Dot)
+        out.append(Dot(acc, a.code, a.dtype, b.code, b.dtype,
+                       f"{acc}[{m}, {n}] += {red.body!r}  over tile [{k}]  (tl.dot)"))
         return True
 
     def compute(self, x: Stage, out: list) -> None:
@@ -794,9 +785,9 @@ class KernelBuilder:
         self._check_tile_numel(x, v.dims)
         tn = dtypes.triton_name(t.dtype)
         name = self.fresh(f"{t.name}_val")
-        code = v.code if v.dtype == t.dtype else f"{_tensor(_via_float32(v.code, v.dtype, t.dtype))}.to({tn})"
-        out.append(Stmt(f"{name} = {code}", None if x.tensor.is_reduction else f"{name} = {t.body!r}"))
-        val = Val(name, v.dims, t.dtype)
+        code = v.code if v.dtype == t.dtype else f("{}.to(" + tn + ")", Tensor0d(_via_float32(v.code, v.dtype, t.dtype)))
+        out.append(Assign(name, code, None if x.tensor.is_reduction else f"{name} = {t.body!r}"))
+        val = Val(Name(name), v.dims, t.dtype)
         env = self.env[x.name]
         if t.name in self.p.stored:
             ptr = self.tensor_param(t)
@@ -804,13 +795,13 @@ class KernelBuilder:
                 self.stores.append(t.name)
             addr = self.address(ptr, t, [Val(env[a].code, env[a].dims, "int32") for a in t.axis])
             self._check_tile_numel(x, addr.dims)  # the value is broadcast to the stored tile
-            code = f"tl.store({addr.code}, {self.expand(val, addr.dims, full=True)}"
             masks = [Val(env[a].mask, env[a].dims, "bool") for a in t.axis if env[a].mask]
+            mask = None
             if masks:
-                m = self.combine(" & ".join(["{}"] * len(masks)), masks, "bool", order=addr.dims)
-                code += f", mask={m.code}"
+                mask = self.combine(" & ".join(["{}"] * len(masks)), masks, "bool", order=addr.dims).code
             axes = ", ".join(a.name for a in t.axis)
-            out.append(Stmt(code + ")", f"{t.name}[{axes}] = {name}  # store, {t.dtype}"))
+            out.append(Store(addr.code, self.expand(val, addr.dims, full=True), mask,
+                             f"{t.name}[{axes}] = {name}  # store, {t.dtype}"))
         self.scopes[-1][t.name] = (val, [env[a].code for a in t.axis])
 
     # -- the kernel -----------------------------------------------------------------------------

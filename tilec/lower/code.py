@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from tilec.lower import targets
+
 
 @dataclass(frozen=True)
 class Form:
@@ -104,10 +106,7 @@ def render(e: Ex, form: Form = CUDA) -> str:
     if isinstance(e, Tensor0d):
         return tensor0d(render(e.x, form))
     if isinstance(e, Tanh):
-        x = render(e.x, form)
-        if form.target == "cuda":
-            return f"libdevice.tanh({x})"
-        return f"tl.where({x} >= 0, 1.0, -1.0) * (1.0 - {e.e}) / (1.0 + {e.e})"
+        return targets.tanh(render(e.x, form), e.e, form.target)
     raise TypeError(f"not an expression of the kernel IR: {e!r}")
 
 

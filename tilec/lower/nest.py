@@ -1,31 +1,117 @@
-"""Loop-nest IR: what one kernel does, as loops and statements, each with its Triton line.
+"""Loop-nest IR: what one kernel does, as data: loops and statements over expressions (`code.py`).
 
-The builder (`tilec.lower.builder`) produces it; `render_triton` turns it into source text and
-`render_nest` into the loop nest `tc.lower` prints. A statement carries both its Triton code and its
-reading in the loop-nest notation, so the two views can never disagree.
+The builder (`tilec.lower.builder`) produces it once per kernel; two renderers read it:
+- `render_triton(kernel, form)`: Triton source. The form (`code.Form`: target "cuda" or
+  "interpreter", int64 indices or not) is a rendering option: one lowering serves every form.
+- `render_nest(kernel)`: the loop nest `tc.lower` prints, from each statement's `nest` reading
+  (None: an index detail the nest does not show).
+
+Statements: `ProgramId` (a grid coordinate), `Assign` (a named value: offsets, masks, temporaries,
+a stage's rounded value), `Load` / `Store` (a tile from or to memory, with its mask), `AccInit` and
+`Update` (a reduction's accumulator), `Dot` (tl.dot into an accumulator), `TanhExp` (a part of tanh
+that only the interpreter form computes), `Comment`, and `For` (a serial or unrolled loop, with its
+pipelining).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-
-@dataclass
-class Stmt:
-    """One Triton statement; `nest` is how the loop nest shows it (None: an index detail, hidden)."""
-
-    code: str
-    nest: str | None = None
+from tilec.ir import dtypes
+from tilec.lower import targets
+from tilec.lower.code import CUDA, Ex, Form, Tanh, paren, render, walk
 
 
-@dataclass
+@dataclass(frozen=True)
 class Comment:
     text: str
 
 
+@dataclass(frozen=True)
+class ProgramId:
+    """`name = tl.program_id(dim)`: a grid coordinate (int64 in the int64 form: `io * 1024` and the
+    offsets made from it would overflow int32)."""
+
+    name: str
+    dim: int
+    nest: str | None = None
+
+
+@dataclass(frozen=True)
+class Assign:
+    """`name = value`."""
+
+    name: str
+    value: Ex
+    nest: str | None = None
+
+
+@dataclass(frozen=True)
+class Load:
+    """`name = tl.load(address, mask=mask, other=0)`: a tile of a tensor in memory."""
+
+    name: str
+    address: Ex
+    mask: Ex | None
+    nest: str | None = None
+
+
+@dataclass(frozen=True)
+class Store:
+    """`tl.store(address, value, mask=mask)`."""
+
+    address: Ex
+    value: Ex
+    mask: Ex | None
+    nest: str | None = None
+
+
+@dataclass(frozen=True)
+class AccInit:
+    """`acc = tl.full(shape, init, dtype)`: a reduction's accumulator, before its loops."""
+
+    name: str
+    shape: str
+    init: str
+    dtype: str
+    nest: str | None = None
+
+
+@dataclass(frozen=True)
+class Update:
+    """`acc = value`: a reduction folds one tile into its accumulator."""
+
+    acc: str
+    value: Ex
+    nest: str | None = None
+
+
+@dataclass(frozen=True)
+class Dot:
+    """`acc = tl.dot(a, b, acc)`. Operands the target's tl.dot cannot take as they are (targets.py)
+    are widened to float32 and multiplied with input_precision="ieee"."""
+
+    acc: str
+    a: Ex
+    a_dtype: str
+    b: Ex
+    b_dtype: str
+    nest: str | None = None
+
+
+@dataclass(frozen=True)
+class TanhExp:
+    """`e = tl.exp(-2.0 * tl.abs(x))`, the part of tanh the interpreter form computes (it has no
+    libdevice); nothing in the GPU form."""
+
+    name: str
+    x: Ex
+
+
 @dataclass
 class For:
-    """A serial loop over `var` in [0, extent): `tl.range` (pipelined with `stages`) or unrolled."""
+    """A serial loop over `var` in [0, extent): `tl.range` (pipelined with `stages`) or unrolled.
+    Its body is filled while the builder walks the loop; nothing changes it after."""
 
     var: str
     extent: str          # Triton expression
@@ -66,7 +152,62 @@ def _stages_kw(stages: str | None) -> str:
     return f", num_stages={stages}" if stages else ""
 
 
-def render_triton(kernel: KernelIR) -> str:
+def _dot_operand(x: Ex, dtype: str, form: Form) -> str:
+    """A tl.dot operand widened to float32 (low-precision floats with .to, others with tl.cast)."""
+    code = render(x, form)
+    c = dtypes.compute_dtype(dtype)
+    if c != dtype:
+        code, dtype = f"{paren(code)}.to({dtypes.triton_name(c)})", c
+    return code if dtype == "float32" else f"tl.cast({code}, tl.float32)"
+
+
+def statement(node, form: Form = CUDA) -> str | None:
+    """The Triton line of one statement (None: nothing in this form)."""
+    r = lambda e: render(e, form)  # noqa: E731
+    if isinstance(node, Comment):
+        return f"# {node.text}"
+    if isinstance(node, ProgramId):
+        return f"{node.name} = tl.program_id({node.dim})" + (".to(tl.int64)" if form.int64 else "")
+    if isinstance(node, Assign):
+        return f"{node.name} = {r(node.value)}"
+    if isinstance(node, Load):
+        mask = f", mask={r(node.mask)}, other=0" if node.mask is not None else ""
+        return f"{node.name} = tl.load({r(node.address)}{mask})"
+    if isinstance(node, Store):
+        mask = f", mask={r(node.mask)}" if node.mask is not None else ""
+        return f"tl.store({r(node.address)}, {r(node.value)}{mask})"
+    if isinstance(node, AccInit):
+        return f"{node.name} = tl.full({node.shape}, {node.init}, {dtypes.triton_name(node.dtype)})"
+    if isinstance(node, Update):
+        return f"{node.acc} = {r(node.value)}"
+    if isinstance(node, Dot):
+        if targets.native_dot(node.a_dtype, node.b_dtype, form.target):
+            return f"{node.acc} = tl.dot({r(node.a)}, {r(node.b)}, {node.acc})"
+        a, b = _dot_operand(node.a, node.a_dtype, form), _dot_operand(node.b, node.b_dtype, form)
+        return f'{node.acc} = tl.dot({a}, {b}, {node.acc}, input_precision="ieee")'
+    if isinstance(node, TanhExp):
+        return targets.tanh_exp(node.name, r(node.x), form.target)
+    raise TypeError(f"not a statement of the loop-nest IR: {node!r}")
+
+
+def expressions(body):
+    """Every expression in `body` (loops included)."""
+    for node in body:
+        if isinstance(node, For):
+            yield from expressions(node.body)
+            continue
+        for name in ("value", "address", "mask", "a", "b", "x"):
+            e = getattr(node, name, None)
+            if isinstance(e, Ex):
+                yield from walk(e)
+
+
+def uses_libdevice(kernel: KernelIR, form: Form) -> bool:
+    """Whether the kernel in this form calls libdevice (tanh on the GPU)."""
+    return form.target == "cuda" and any(isinstance(e, Tanh) for e in expressions(kernel.body))
+
+
+def render_triton(kernel: KernelIR, form: Form = CUDA) -> str:
     """The kernel as Triton source: header comment, signature, body with a comment per loop."""
     lines = [f"# {h}" if h else "#" for h in kernel.header]
     lines += ["@triton.jit"]
@@ -75,22 +216,22 @@ def render_triton(kernel: KernelIR) -> str:
     lines += [f"    {s}," for s in sig]
     lines.append("):")
 
-    def walk(body, indent):
+    def emit(body, indent):
         pad = "    " * indent
         for node in body:
-            if isinstance(node, Comment):
-                lines.append(f"{pad}# {node.text}")
-            elif isinstance(node, Stmt):
-                lines.append(pad + node.code)
-            else:
+            if isinstance(node, For):
                 lines.append(f"{pad}# {node.role}")
                 if node.kind == "unroll":
                     lines.append(f"{pad}for {node.var} in tl.static_range({node.extent}):")
                 else:
                     lines.append(f"{pad}for {node.var} in tl.range(0, {node.extent}{_stages_kw(node.stages)}):")
-                walk(node.body, indent + 1)
+                emit(node.body, indent + 1)
+                continue
+            line = statement(node, form)
+            if line is not None:
+                lines.append(pad + line)
 
-    walk(kernel.body, 1)
+    emit(kernel.body, 1)
     return "\n".join(lines) + "\n"
 
 
@@ -102,7 +243,7 @@ def render_nest(kernel: KernelIR) -> str:
     dims = ", ".join(kernel.grid_text) or "1"
     out.append(f"  grid ({dims})")
 
-    def walk(body, indent):
+    def emit(body, indent):
         pad = "  " * indent
         for node in body:
             if isinstance(node, For):
@@ -110,9 +251,9 @@ def render_nest(kernel: KernelIR) -> str:
                 if node.stages:
                     how += f", pipelined stages={node.stages_text or node.stages}"
                 out.append(f"{pad}for {node.var} in [0, {node.extent_text}):  {how}  # {node.role}")
-                walk(node.body, indent + 1)
-            elif isinstance(node, Stmt) and node.nest:
+                emit(node.body, indent + 1)
+            elif getattr(node, "nest", None):
                 out.append(pad + node.nest)
 
-    walk(kernel.body, 2)
+    emit(kernel.body, 2)
     return "\n".join(out) + "\n"

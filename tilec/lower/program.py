@@ -4,9 +4,12 @@ kernels in launch order. `lower(s, config)` returns it; print it to read the loo
 
 from __future__ import annotations
 
+import copy
+
 from tilec.errors import LoweringError
 from tilec.lower.builder import KernelBuilder
-from tilec.lower.nest import KernelIR, render_nest, render_triton
+from tilec.lower.code import Form
+from tilec.lower.nest import KernelIR, render_nest, render_triton, uses_libdevice
 from tilec.plan.analysis import Analysis
 from tilec.plan.check import check_schedule
 from tilec.schedule.knob import resolve_config
@@ -19,40 +22,58 @@ class Program:
     """A lowered schedule: kernels (loop-nest IR) in launch order and the buffers between them."""
 
     def __init__(self, sched: Schedule, config=None, *, target: str = "cuda", int64: bool = False,
-                 outputs=None, specialize=None, analysis: Analysis | None = None):
-        """`analysis`: the checked analysis of another Program of this schedule, config and outputs (the
-        int64 form of a kernel reuses it: same plan, same masks, only the index width differs)."""
-        if target not in TARGETS:
-            raise LoweringError(f"target must be one of {TARGETS}, got {target!r}")
-        self.sched, self.target, self.int64 = sched, target, int64
-        self.uses_libdevice = False
-        if analysis is None:
-            analysis = check_schedule(sched, resolve_config(sched.knobs, config), outputs=outputs,
-                                      specialize=_check_specialize(sched, specialize))
-        self.analysis = analysis
-        self.config, self.specialize, self.facts = analysis.config, analysis.specialize, analysis.facts
-        self.plan = analysis.plan
-        self.masks = analysis.masks  # decided by isl here, before any code is written
+                 outputs=None, specialize=None):
+        self.sched = sched
+        self.form = _form(target, int64)
+        # the passes: analysis (plan, isl facts) -> legality -> masks -> loop-nest IR, once
+        self.analysis: Analysis = check_schedule(sched, resolve_config(sched.knobs, config), outputs=outputs,
+                                                 specialize=_check_specialize(sched, specialize))
+        self.config, self.specialize, self.facts = self.analysis.config, self.analysis.specialize, self.analysis.facts
+        self.plan = self.analysis.plan
+        self.masks = self.analysis.masks  # decided by isl here, before any code is written
         self.stored, self.buffers = self.plan.stored, self.plan.buffers
         self.kernels: list[KernelIR] = [KernelBuilder(self, root).build() for root in self.plan.kernels]
+        self._source = None
+
+    @property
+    def target(self) -> str:
+        return self.form.target
+
+    @property
+    def int64(self) -> bool:
+        return self.form.int64
+
+    def with_form(self, target: str | None = None, int64: bool | None = None) -> Program:
+        """This program rendered in another form (the same kernels: nothing is lowered again)."""
+        other = copy.copy(self)
+        other.form = _form(target or self.target, self.int64 if int64 is None else int64)
+        other._source = None
+        return other
+
+    @property
+    def uses_libdevice(self) -> bool:
+        return any(uses_libdevice(k, self.form) for k in self.kernels)
 
     def source(self) -> str:
-        """All kernels of the program as one Triton module."""
-        if getattr(self, "_source", None) is None:
-            self._source = self._render()
+        """All kernels of the program as one Triton module, in this program's form."""
+        if self._source is None:
+            head = ["import triton", "import triton.language as tl"]
+            if self.uses_libdevice:
+                head.append("from triton.language.extra import libdevice")
+            self._source = "\n".join(head) + "\n\n\n" + "\n\n".join(render_triton(k, self.form) for k in self.kernels)
         return self._source
-
-    def _render(self) -> str:
-        head = ["import triton", "import triton.language as tl"]
-        if self.uses_libdevice:
-            head.append("from triton.language.extra import libdevice")
-        return "\n".join(head) + "\n\n\n" + "\n\n".join(render_triton(k) for k in self.kernels)
 
     def __str__(self) -> str:
         parts = [render_nest(k) for k in self.kernels]
         if self.buffers:
             parts.append(f"buffers between kernels: {', '.join(self.buffers)}\n")
         return "\n".join(parts)
+
+
+def _form(target: str, int64: bool) -> Form:
+    if target not in TARGETS:
+        raise LoweringError(f"target must be one of {TARGETS}, got {target!r}")
+    return Form(target, bool(int64))
 
 
 def _check_specialize(sched: Schedule, specialize) -> dict[str, int]:

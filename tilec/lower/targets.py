@@ -26,9 +26,13 @@ def native_dot(dtype_a: str, dtype_b: str, target: str) -> bool:
     return not (target == "interpreter" and dtype_a == "bfloat16")
 
 
-def tanh(x: str, target: str, temp) -> str:
-    """Triton text of tanh(x); `temp(hint, code)` names an intermediate value."""
+def tanh(x: str, e: str, target: str) -> str:
+    """Triton text of tanh(x), `x` a name; in the interpreter from `e` = tl.exp(-2|x|) (`tanh_exp`)."""
     if target == "cuda":
         return f"libdevice.tanh({x})"
-    e = temp("e", f"tl.exp(-2.0 * tl.abs({x}))")
     return f"tl.where({x} >= 0, 1.0, -1.0) * (1.0 - {e}) / (1.0 + {e})"
+
+
+def tanh_exp(e: str, x: str, target: str) -> str | None:
+    """The statement computing `e` = tl.exp(-2|x|) for the interpreter's tanh; none on the GPU."""
+    return None if target == "cuda" else f"{e} = tl.exp(-2.0 * tl.abs({x}))"

@@ -1,7 +1,8 @@
 """`tc.build` and `Kernel`: compile the lowered Triton source, check call-time tensors, launch.
 
-A Kernel lowers its schedule once per (index width, target); Triton itself caches compiled binaries
-per config and argument specialization. Kernels that share source share the loaded module.
+A Kernel lowers its schedule once and renders it in the index width each call needs (int32, or int64
+past 2**31); Triton itself caches compiled binaries per config and argument specialization. Kernels
+that share source share the loaded module.
 """
 
 from __future__ import annotations
@@ -96,10 +97,11 @@ class Kernel:
 
     def _program(self, int64: bool) -> Program:
         if int64 not in self._programs:
-            first = self._programs.get(False) if int64 else None  # the int64 form: same analysis, wider indices
-            self._programs[int64] = Program(self.sched, self._config_arg, target=self.target, int64=int64,
-                                            outputs=self.outputs, specialize=self.specialize,
-                                            analysis=first.analysis if first is not None else None)
+            if int64:  # the int64 form renders the same kernels with int64 indices: nothing is lowered again
+                self._programs[True] = self._program(False).with_form(int64=True)
+            else:
+                self._programs[False] = Program(self.sched, self._config_arg, target=self.target,
+                                                outputs=self.outputs, specialize=self.specialize)
         return self._programs[int64]
 
     @property
