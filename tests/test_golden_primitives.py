@@ -499,3 +499,21 @@ def _check_semantics(built: Built):
     tol = {torch.float16: 1e-2, torch.bfloat16: 3e-2}.get(want.dtype, 1e-4)
     torch.testing.assert_close(kern(*inputs), want, rtol=tol, atol=tol)
     return kern
+
+
+def test_each_primitive_docstring_points_at_its_golden_file():
+    """The golden files are the primitives' worked examples: each docstring names its file, which exists."""
+    from pathlib import Path
+
+    from tilec.schedule.schedule import Schedule, Stage
+
+    root = Path(__file__).resolve().parent / "golden" / "primitives"
+    prims = ["split", "tile", "reorder", "fuse", "compute_at", "compute_inline", "compute_root", "bind",
+             "pipeline", "num_warps", "unroll"]
+    for owner, names in ((Stage, prims), (Schedule, ["cache_read", "cache_write"])):
+        for name in names:
+            doc = getattr(owner, name).__doc__ or ""
+            files = re.findall(r"tests/golden/primitives/(\w+\.txt)", doc)
+            assert files, f"{owner.__name__}.{name}'s docstring names no golden file"
+            for f in files:
+                assert (root / f).is_file(), f"{owner.__name__}.{name} names {f}, which does not exist"

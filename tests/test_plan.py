@@ -129,3 +129,16 @@ def test_the_forms_of_a_kernel_render_one_ir():
         assert other.source() == Program(s, target=target, int64=int64).source()
         assert other.source() != prog.source()
     assert prog.source() == tc.lower(s).source()  # rendering another form leaves this one as it was
+
+
+def test_study_names_did_not_change_with_the_rebuild():
+    """A study's name hashes the schedule's fingerprint (its trace's text), knobs, args, mix and device:
+    the plan/IR rebuild kept it, so stored studies resume (values computed at 0d04f26, interpreter)."""
+    from tilec.runtime import triton_compat
+    from tilec.tune.study import study_key
+
+    if triton_compat.target() != "interpreter":
+        pytest.skip("the pinned names are the interpreter's (the device name is part of the key)")
+    s, args = importlib.import_module("matmul_silu").make()
+    mix = tc.ShapeMix([({"M": 256}, 8), ({"M": 2048}, 1)], fixed={"K": 4096, "N": 12288})
+    assert study_key(s, mix, args, 232448) == "tilec-8a05f29c54d096f6"

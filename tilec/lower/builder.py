@@ -40,6 +40,7 @@ from tilec.ir.expr import (
     substitute,
     walk,
 )
+from tilec.ir.knob import Knob, factor_value
 from tilec.ir.tensor import sizes_of
 from tilec.lower import targets
 from tilec.lower.code import Ex, Lit, LoopIndex, Name, Paren, Tanh, Tensor0d, f, paren
@@ -60,7 +61,6 @@ from tilec.lower.nest import (
     Load as LoadTile,
 )
 from tilec.plan.placement import Placed
-from tilec.schedule.knob import Knob, factor_value
 from tilec.schedule.schedule import Fuse, Split, Stage
 
 _IDENTITY = {"sum": "0", "max": 'float("-inf")', "min": 'float("inf")'}

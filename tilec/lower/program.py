@@ -7,12 +7,12 @@ from __future__ import annotations
 import copy
 
 from tilec.errors import LoweringError
+from tilec.ir.knob import resolve_config
 from tilec.lower.builder import KernelBuilder
 from tilec.lower.code import Form
 from tilec.lower.nest import KernelIR, render_nest, render_triton, uses_libdevice
 from tilec.plan.analysis import Analysis
 from tilec.plan.check import check_schedule
-from tilec.schedule.knob import resolve_config
 from tilec.schedule.schedule import Schedule
 
 TARGETS = ("cuda", "interpreter")

@@ -10,12 +10,12 @@ here writes code text; `tilec.lower` reads an Analysis and emits the kernels.
 from __future__ import annotations
 
 from tilec.errors import IllegalScheduleError, LoweringError
+from tilec.ir.knob import resolve_config
 from tilec.plan.placement import Plan
 from tilec.poly import footprint, legality
 from tilec.poly.masks import facts_of, needs_mask
 from tilec.poly.model import NotAffine, model_of
 from tilec.poly.timemap import TimeMaps
-from tilec.schedule.knob import resolve_config
 
 
 class Analysis:

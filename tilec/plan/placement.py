@@ -16,8 +16,8 @@ import networkx as nx
 
 from tilec.errors import LoweringError
 from tilec.ir.expr import Const, IterVar, Load, size_text, walk
+from tilec.ir.knob import Knob, factor_value, resolve_config
 from tilec.schedule.defaults import default_stage
-from tilec.schedule.knob import Knob, factor_value, resolve_config
 from tilec.schedule.schedule import Schedule, Split, Stage
 
 

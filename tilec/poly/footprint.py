@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import islpy as isl
 
 from tilec.ir.dtypes import itemsize
-from tilec.schedule.knob import factor_value
+from tilec.ir.knob import factor_value
 
 SHARED_LIMIT = 232_448  # bytes of shared memory one program may use on Hopper (H100/H200)
 REGISTER_LIMIT = 255    # 32-bit registers one thread may use

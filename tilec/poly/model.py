@@ -14,8 +14,8 @@ import weakref
 import islpy as isl
 
 from tilec.ir.expr import Binary, Cast, Const, Expr, IterVar, Load, Reduce, SizeVar, substitute, walk
+from tilec.ir.knob import Knob
 from tilec.ir.tensor import sizes_of
-from tilec.schedule.knob import Knob
 
 
 class NotAffine(Exception):

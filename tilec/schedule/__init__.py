@@ -1,6 +1,6 @@
 """Schedules: stages, their split/fuse/reorder relations, placements and knobs; traces and replay."""
 
-from tilec.schedule.knob import Knob, factor_value, knob, resolve_config
+from tilec.ir.knob import Knob, factor_value, knob, resolve_config
 from tilec.schedule.schedule import GRID, Fuse, Schedule, Split, Stage, create_schedule
 from tilec.schedule.trace import AxisRef, KnobRef, StageRef, Step, TensorRef, Trace, replay
 

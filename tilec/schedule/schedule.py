@@ -19,8 +19,8 @@ import networkx as nx
 
 from tilec.errors import ArgumentError, IllegalScheduleError, LoweringError
 from tilec.ir.expr import Const, IterVar
+from tilec.ir.knob import Knob
 from tilec.ir.tensor import Tensor, stage_graph
-from tilec.schedule.knob import Knob
 from tilec.schedule.trace import AxisRef, KnobRef, StageRef, Step, TensorRef, Trace
 
 SCOPES = ("shared", "local")
@@ -205,6 +205,7 @@ class Stage:
 
         Example: for i in range(M)  --split(i, 64)-->  for io in range(cdiv(M, 64)): for ii in range(64).
         The inner axis of a split becomes a tile (a `tl.arange` vector) unless it is unrolled.
+        Before and after, as loop nest and Triton: tests/golden/primitives/split.txt.
         """
         self._require_compute("split")
         axis = self._axis(axis, 1, "axis", "split")
@@ -223,7 +224,10 @@ class Stage:
 
     @checked
     def tile(self, x: IterVar, y: IterVar, fx, fy) -> tuple[IterVar, IterVar, IterVar, IterVar]:
-        """Split x and y and order the result (xo, yo, xi, yi), as TVM's tile."""
+        """Split x and y and order the result (xo, yo, xi, yi), as TVM's tile.
+
+        Before and after, as loop nest and Triton: tests/golden/primitives/tile.txt.
+        """
         self._require_compute("tile")
         x = self._axis(x, 1, "x", "tile")
         y = self._axis(y, 2, "y", "tile")
@@ -239,7 +243,10 @@ class Stage:
 
     @checked
     def reorder(self, *axes: IterVar) -> None:
-        """Put the given axes in this order, in the positions they occupy now (TVM semantics)."""
+        """Put the given axes in this order, in the positions they occupy now (TVM semantics).
+
+        Before and after, as loop nest and Triton: tests/golden/primitives/reorder.txt.
+        """
         self._require_compute("reorder")
         if len(axes) == 1 and isinstance(axes[0], (list, tuple)):
             axes = tuple(axes[0])
@@ -254,7 +261,10 @@ class Stage:
 
     @checked
     def fuse(self, outer: IterVar, inner: IterVar) -> IterVar:
-        """Fuse two adjacent axes into one: (a, b) -> a * extent(b) + b. Used for a 1-D grid."""
+        """Fuse two adjacent axes into one: (a, b) -> a * extent(b) + b. Used for a 1-D grid.
+
+        Before and after, as loop nest and Triton: tests/golden/primitives/fuse.txt.
+        """
         self._require_compute("fuse")
         outer = self._axis(outer, 1, "outer", "fuse")
         inner = self._axis(inner, 2, "inner", "fuse")
@@ -284,6 +294,7 @@ class Stage:
         A producer placed in a consumer's loop computes, per iteration, the region that iteration
         needs (a prologue; for cache stages, a tile load there). A consumer placed in its producer's
         loop computes what that iteration finished (an epilogue: `s[Y].compute_at(s[C], jo)`).
+        Before and after, as loop nest and Triton: tests/golden/primitives/compute_at_producer.txt and compute_at_epilogue.txt.
         """
         if not isinstance(stage, Stage):
             raise _arg(1, "stage", "compute_at", "a stage, e.g. s[C]", stage)
@@ -317,7 +328,10 @@ class Stage:
 
     @checked
     def compute_inline(self) -> Stage:
-        """Substitute this stage's expression into its readers; it gets no loops and no buffer."""
+        """Substitute this stage's expression into its readers; it gets no loops and no buffer.
+
+        Before and after, as loop nest and Triton: tests/golden/primitives/compute_inline.txt.
+        """
         self._require_compute("compute_inline")
         if self.tensor.is_reduction:
             raise ArgumentError(f"compute_inline: {self.name} is a reduction over "
@@ -331,7 +345,10 @@ class Stage:
 
     @checked
     def compute_root(self) -> Stage:
-        """Compute this stage in a kernel of its own (the default for every stage)."""
+        """Compute this stage in a kernel of its own (the default for every stage).
+
+        Before and after, as loop nest and Triton: tests/golden/primitives/compute_root.txt.
+        """
         self._require_compute("compute_root")
         self.attach = None
         self._record("compute_root")
@@ -340,7 +357,10 @@ class Stage:
     # -- how loops run ------------------------------------------------------------------------
     @checked
     def bind(self, axis: IterVar, thread: str) -> None:
-        """Run the iterations of `axis` as Triton programs: `bind(io, "program_id.0")`."""
+        """Run the iterations of `axis` as Triton programs: `bind(io, "program_id.0")`.
+
+        Before and after, as loop nest and Triton: tests/golden/primitives/bind.txt.
+        """
         self._require_compute("bind")
         axis = self._axis(axis, 1, "axis", "bind")
         if thread not in GRID:
@@ -365,7 +385,10 @@ class Stage:
 
     @checked
     def pipeline(self, axis: IterVar, stages) -> None:
-        """Software-pipeline the serial loop `axis` with `stages` buffers (tl.range num_stages)."""
+        """Software-pipeline the serial loop `axis` with `stages` buffers (tl.range num_stages).
+
+        Before and after, as loop nest and Triton: tests/golden/primitives/pipeline.txt.
+        """
         self._require_compute("pipeline")
         axis = self._axis(axis, 1, "axis", "pipeline")
         self._not_bound(axis, "pipeline")
@@ -374,7 +397,10 @@ class Stage:
         self._record("pipeline", axis, self.pipelines[axis])
 
     def num_warps(self, n) -> None:
-        """Launch this stage's kernel with `n` warps per program (a power of two, 1..32)."""
+        """Launch this stage's kernel with `n` warps per program (a power of two, 1..32).
+
+        Before and after, as loop nest and Triton: tests/golden/primitives/num_warps.txt.
+        """
         self._require_compute("num_warps")
         choices = n.choices if isinstance(n, Knob) else (n,)
         if any(isinstance(c, bool) or c not in (1, 2, 4, 8, 16, 32) for c in choices):
@@ -384,7 +410,10 @@ class Stage:
 
     @checked
     def unroll(self, axis: IterVar) -> None:
-        """Unroll the loop `axis` (its extent must be a constant): tl.static_range."""
+        """Unroll the loop `axis` (its extent must be a constant): tl.static_range.
+
+        Before and after, as loop nest and Triton: tests/golden/primitives/unroll.txt.
+        """
         self._require_compute("unroll")
         axis = self._axis(axis, 1, "axis", "unroll")
         self._not_bound(axis, "unroll")
@@ -450,7 +479,10 @@ class Schedule:
         return None
 
     def cache_read(self, tensor: Tensor, scope: str, readers: Sequence) -> Stage:
-        """Stage the tiles of `tensor` that `readers` read; place it with `.compute_at(reader, axis)`."""
+        """Stage the tiles of `tensor` that `readers` read; place it with `.compute_at(reader, axis)`.
+
+        Before and after, as loop nest and Triton: tests/golden/primitives/cache_read.txt.
+        """
         if not isinstance(tensor, Tensor) or self.tensors.get(tensor.name) is not tensor:
             raise _arg(1, "tensor", "cache_read", "a tensor of this schedule", tensor)
         if scope not in SCOPES:
@@ -478,7 +510,10 @@ class Schedule:
         return stage
 
     def cache_write(self, tensor: Tensor, scope: str) -> Stage:
-        """Accumulate `tensor` in a buffer (registers for 'local') written to memory once at its end."""
+        """Accumulate `tensor` in a buffer (registers for 'local') written to memory once at its end.
+
+        Before and after, as loop nest and Triton: tests/golden/primitives/cache_write.txt.
+        """
         st = self[tensor] if isinstance(tensor, Tensor) else None
         if st is None:
             raise _arg(1, "tensor", "cache_write", "a computed tensor of this schedule", tensor)

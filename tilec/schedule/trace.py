@@ -400,7 +400,7 @@ def _find_axis(sched, ref: AxisRef, where: str):
 
 
 def _resolve(sched, a, where: str, knobs: dict):
-    from tilec.schedule.knob import Knob
+    from tilec.ir.knob import Knob
     if isinstance(a, AxisRef):
         return _find_axis(sched, a, where)
     if isinstance(a, StageRef):

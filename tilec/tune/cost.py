@@ -12,8 +12,8 @@ import weakref
 
 from tilec.ir.dtypes import itemsize
 from tilec.ir.expr import evaluate
+from tilec.ir.knob import factor_value
 from tilec.plan.analysis import Analysis
-from tilec.schedule.knob import factor_value
 
 PEAK_FLOPS = 700e12   # bf16 tensor-core rate measured on the H200 (shared notes: 678-790 TFLOP/s)
 BANDWIDTH = 4.25e12   # device memory copy bandwidth (4.28 TB/s measured)

@@ -1,0 +1,91 @@
+"""Knobs: named choices (`tc.knob("BM", [64, 128])`) that stand wherever a factor or count goes.
+
+A schedule with knobs is a family of kernels; a config (`{"BM": 128}`) picks one. The tuner searches
+the knobs; without a config each knob takes its first choice.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Mapping, Sequence
+
+from tilec.errors import ArgumentError
+from tilec.ir.expr import Expr
+from tilec.ir.names import check_name
+
+
+class Knob(Expr):
+    """A tunable integer: `tc.knob("BM", [64, 128, 256])`. The first choice is the default."""
+
+    dtype = "int32"
+
+    def __init__(self, name: str, choices: Sequence[int]):
+        self.knob_name = check_name(name, "knob name")
+        choices = list(choices) if isinstance(choices, (list, tuple, range)) else None
+        if not choices or not all(_is_int(c) and c > 0 for c in choices):
+            raise ArgumentError(f"knob {name!r}: choices must be a non-empty list of positive ints, "
+                                f"e.g. tc.knob({name!r}, [64, 128])")
+        choices = [int(c) for c in choices]  # plain ints: an IntEnum's repr is not a number
+        if len(set(choices)) != len(choices):
+            raise ArgumentError(f"knob {name!r}: choices repeat a value: {choices}")
+        self.choices = tuple(choices)
+
+    @property
+    def name(self) -> str:
+        return self.knob_name
+
+    @property
+    def default(self) -> int:
+        return self.choices[0]
+
+    def __repr__(self):
+        return self.knob_name
+
+
+def knob(name: str, choices: Sequence[int]) -> Knob:
+    """Declare a tunable value; use it as a split factor, pipeline depth or warp count."""
+    return Knob(name, choices)
+
+
+def resolve_config(knobs: Mapping[str, Knob], config: Mapping[str, int] | None) -> dict[str, int]:
+    """Complete `config` with each knob's default; reject unknown names and values not offered.
+
+    A config is a dict (any Mapping) of knob name -> int; a value must be an int (16.0 and True are
+    refused even where they compare equal to a choice) and is returned as a plain int.
+    """
+    have = ", ".join(sorted(knobs)) or "none"
+    if config is None:
+        config = {}
+    if not isinstance(config, Mapping):
+        raise ArgumentError(f"config: expected a dict of knob name -> int, e.g. {{'BM': 128}}, got "
+                            f"{type(config).__name__} {config!r}")
+    config = dict(config)
+    for name in config:
+        if not isinstance(name, str):
+            raise ArgumentError(f"config: knob names are strs, got {name!r} (the schedule's knobs: {have})")
+    unknown = sorted(set(config) - set(knobs))
+    if unknown:
+        raise ArgumentError(f"config names {', '.join(map(repr, unknown))}, which the schedule does not "
+                            f"use; its knobs are: {have}")
+    out = {}
+    for name, k in knobs.items():
+        value = config.get(name, k.default)
+        if not _is_int(value):
+            raise ArgumentError(f"config {name}={value!r}: expected an int, one of the choices of knob "
+                                f"{name!r}: {list(k.choices)}")
+        value = int(value)
+        if value not in k.choices:
+            raise ArgumentError(f"config {name}={value!r} is not one of the choices of knob {name!r}: "
+                                f"{list(k.choices)}")
+        out[name] = value
+    return out
+
+
+def _is_int(value) -> bool:
+    """An integer that is not a bool: a Python int (or subclass) or a numpy integer."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def factor_value(factor, config: Mapping[str, int]) -> int:
+    """The int a factor stands for under `config` (a Knob looks itself up)."""
+    return config[factor.knob_name] if isinstance(factor, Knob) else factor
