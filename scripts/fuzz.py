@@ -19,7 +19,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("TRITON_INTERPRET", "1")
+import torch  # noqa: E402 - before triton: where there is no GPU, kernels run in Triton's interpreter
+
+os.environ.setdefault("TRITON_INTERPRET", "0" if torch.cuda.is_available() else "1")
 os.environ.setdefault("PYTHONPATH", str(ROOT))
 
 

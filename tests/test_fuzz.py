@@ -270,3 +270,20 @@ def test_runner_classifies_correct_hung_crash_and_reduces():
         small, note = run.reduce_case(pool, dict(bad, case=_case(lines)), budget_s=60)
         assert [x.code for x in small.sched] == ["1 // 0"], (note, small.sched)
         assert small.sizes["M"] == 1
+
+
+def test_the_fuzzer_compiles_on_a_gpu_and_interprets_without_one(monkeypatch):
+    """Its workers used to fall back to Triton's interpreter whenever TRITON_INTERPRET was unset, also on
+    the GPU host, whose Triton 3.6 interpreter fails on numpy 2.4: 543 'internal' and 22 'wrong' cases
+    from seed 424242 there were that, not tilec. An explicit TRITON_INTERPRET still wins."""
+    import torch
+
+    for cuda, want in ((True, "0"), (False, "1")):
+        monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+        monkeypatch.setattr(torch.cuda, "is_available", lambda cuda=cuda: cuda)
+        run.default_target()
+        assert os.environ["TRITON_INTERPRET"] == want
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    run.default_target()
+    assert os.environ["TRITON_INTERPRET"] == "1"

@@ -6,7 +6,7 @@ input was modified), `internal` (any other exception, at a schedule primitive, a
 keyed by type and the traceback's last frame), `hung` (past the timeout: the worker is killed), `crash`
 (the worker died), and `fuzzer-error` (the oracle itself failed: a bug of this fuzzer, not of tilec).
 
-`Pool` keeps `jobs` worker processes (spawned: a fresh interpreter with TRITON_INTERPRET=1 each) and
+`Pool` keeps `jobs` worker processes (spawned: a fresh Python each, with Triton's interpreter unless there is a GPU) and
 restarts one after `max_tasks` cases. `reduce_case` shrinks a failing case while it fails the same way:
 it drops schedule statements one at a time, turns knobs into ints, shrinks sizes, and drops input
 specials, strides, facts, specializations and extra outputs; the result prints as a standalone script.
@@ -242,8 +242,17 @@ def run_case(case) -> dict:
     return out
 
 
+def default_target() -> None:
+    """Run kernels compiled where there is a CUDA device, else in Triton's interpreter, unless
+    TRITON_INTERPRET says otherwise (as tests/conftest.py does). The interpreter of the GPU host's
+    Triton 3.6 fails on its numpy 2.4 (shared/notes/gpu.md), so a GPU never falls back to it."""
+    import torch
+
+    os.environ.setdefault("TRITON_INTERPRET", "0" if torch.cuda.is_available() else "1")
+
+
 def _worker(conn) -> None:
-    os.environ.setdefault("TRITON_INTERPRET", "1")
+    default_target()
     import warnings
 
     warnings.filterwarnings("ignore")
@@ -307,7 +316,7 @@ class Pool:
     """`jobs` worker processes; `run(tasks)` yields (task, outcome) as cases finish."""
 
     def __init__(self, jobs: int = 1, timeout: float = 60.0, max_tasks: int = 400, start_timeout: float = 180.0):
-        os.environ.setdefault("TRITON_INTERPRET", "1")
+        default_target()
         root = str(Path(__file__).resolve().parents[2])  # the workers import tests.fuzz from here
         paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
         if root not in paths:
