@@ -5,27 +5,25 @@ How a stage's loops become Triton:
 - leaves bound with `bind` are grid axes (`tl.program_id`); a fused grid axis is decomposed with // and %;
 - the inner axis of a split is a tile axis: a `tl.arange` vector dimension (power-of-two extent);
 - every other leaf is a serial loop (`tl.range`, pipelined if asked) or unrolled (`tl.static_range`).
-Each original axis gets an offset vector `offs_<axis>` (and `mask_<axis>` where tiles may overrun).
+Each original axis gets an offset vector `offs_<axis>` (and `mask_<axis>` where the analysis says
+its tiles may overrun).
 
-Values carry the tile dimensions they vary over; binary operations broadcast them with `[:, None]`.
 A sum of a product whose operands cover (m, k) and (k, n) tiles becomes `tl.dot` with a float32
 accumulator; other reductions become `tl.sum`/`tl.max`/`tl.min` over the reduce tile dimension,
 masked with the reduction's identity. Stages placed with compute_at are emitted inside the loop they
-were placed at: producers before the rest of the loop body, consumers after it. A value computed in the
-kernel is read from registers by the stages placed with it; anything else is loaded from memory.
+were placed at: producers before the rest of the loop body, consumers after it. The values inside
+(expressions, loads, broadcasting) are written by `ValueEmitter` (tilec/lower/values.py).
 """
 
 from __future__ import annotations
 
 import builtins
 from collections import defaultdict
-from dataclasses import dataclass
 
 from tilec.errors import ArgumentError, LoweringError
 from tilec.ir import dtypes
 from tilec.ir.expr import (
     Binary,
-    Call,
     Cast,
     Const,
     Expr,
@@ -33,8 +31,6 @@ from tilec.ir.expr import (
     Load,
     Reduce,
     SizeVar,
-    Unary,
-    Where,
     evaluate,
     size_text,  # noqa: I001
     substitute,
@@ -43,7 +39,7 @@ from tilec.ir.expr import (
 from tilec.ir.knob import Knob, factor_value
 from tilec.ir.tensor import sizes_of
 from tilec.lower import targets
-from tilec.lower.code import Ex, Lit, LoopIndex, Name, Paren, Tanh, Tensor0d, f, paren
+from tilec.lower.code import Lit, LoopIndex, Name, Paren, Tensor0d, f, paren
 from tilec.lower.nest import (
     AccInit,
     Assign,
@@ -54,38 +50,14 @@ from tilec.lower.nest import (
     Param,
     ProgramId,
     Store,
-    TanhExp,
     Update,
 )
-from tilec.lower.nest import (
-    Load as LoadTile,
-)
+from tilec.lower.values import AxisVal, Val, ValueEmitter, via_float32
 from tilec.plan.placement import Placed
 from tilec.schedule.schedule import Fuse, Split, Stage
 
 _IDENTITY = {"sum": "0", "max": 'float("-inf")', "min": 'float("inf")'}
 _IDENTITY_INT = {"sum": "0", "max": "-2147483648", "min": "2147483647"}
-_MATH = {"exp": "tl.exp", "log": "tl.log", "sqrt": "tl.sqrt", "rsqrt": "tl.rsqrt", "abs": "tl.abs",
-         "sigmoid": "tl.sigmoid"}
-
-
-@dataclass
-class Val:
-    """A value in the kernel: its expression (tilec.lower.code), the tile dims it varies over, its dtype."""
-
-    code: Ex
-    dims: tuple[str, ...]
-    dtype: str
-
-
-@dataclass
-class AxisVal:
-    """An original axis inside a kernel: its offsets variable, dims, the loop depth defining it, mask."""
-
-    code: Ex
-    dims: tuple[str, ...]
-    level: int
-    mask: Ex | None
 
 
 def _is_product(e) -> bool:
@@ -93,30 +65,6 @@ def _is_product(e) -> bool:
     while isinstance(e, Cast):
         e = e.a
     return isinstance(e, Binary) and e.op == "*"
-
-
-def _is_name(code: Ex) -> bool:
-    """A value written as one name (a variable, a size, a loop counter, True): used twice, it needs no temporary."""
-    return code.text().isidentifier()
-
-
-def _nonnegative(e: Expr) -> bool:
-    """Index arithmetic on axes, sizes and non-negative ints (no loads, no subtraction): `//` and `%`
-    truncate and floor alike there, so the plain Triton operators serve."""
-    for n in walk(e):
-        if isinstance(n, (Load, Unary, Call, Where, Cast)) or (isinstance(n, Binary) and n.op == "-"):
-            return False
-        if isinstance(n, Const) and (not isinstance(n.value, int) or n.value < 0):
-            return False
-    return True
-
-
-def _via_float32(code: Ex, src: str, dst: str) -> Ex:
-    """An int or bool going to bfloat16 or float8 goes through float32, as torch converts it (Triton's
-    interpreter bit-casts int -> bfloat16 and refuses int -> float8)."""
-    if not dtypes.is_float(src) and dst in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
-        return f("{}.to(tl.float32)", Paren(code))
-    return code
 
 
 def _may_overrun(st: Stage, axis: IterVar, config: dict) -> bool:
@@ -145,8 +93,9 @@ def _const_extent(e: Expr, config: dict) -> int | None:
         return None
 
 
-class KernelBuilder:
-    """Builds the loop-nest IR of the kernel whose root stage is `root`."""
+class KernelBuilder(ValueEmitter):
+    """Builds the loop-nest IR of the kernel whose root stage is `root`: its loops, stages and statements
+    here, its values in `ValueEmitter` (tilec/lower/values.py)."""
 
     def __init__(self, program, root: Placed):
         self.p, self.root_placed, self.root, self.config = program, root, root.stage, program.config
@@ -213,257 +162,6 @@ class KernelBuilder:
         """A size expression for people, knobs replaced by their values: cdiv(M, 128) * cdiv(N, 64)."""
         return size_text(substitute(e, lambda n: Const(self.config[n.knob_name], "int32")
                                     if isinstance(n, Knob) else None))
-
-    # -- broadcasting values --------------------------------------------------------------------
-    def _order(self, dims) -> tuple[str, ...]:
-        return tuple(sorted(dims, key=self.dim_order.index))
-
-    def expand(self, v: Val, target: tuple[str, ...], full: bool = False) -> str:
-        """`v` laid out over `target` dims (a superset): permute, insert None, broadcast if `full`."""
-        code, dims = v.code, v.dims
-        order = tuple(d for d in target if d in dims)
-        if order != dims:
-            if len(dims) == 2:
-                code = f("tl.trans({})", code)
-            else:
-                code = f("tl.permute({}, " + str(tuple(dims.index(d) for d in order)) + ")", code)
-        if order != target and order:
-            code = f("{}[" + ", ".join(':' if d in order else 'None' for d in target) + "]", Paren(code))
-        if full and order != target:
-            shape = ", ".join(self.dim_extent[d] for d in target)
-            shape = f"({shape},)" if len(target) == 1 else f"({shape})"
-            if not dims:  # a scalar (maybe a Python number, which tl.broadcast_to does not take)
-                tn = dtypes.triton_name(v.dtype) if v.dtype in dtypes.DTYPES else "tl.float32"
-                return f("(tl.zeros(" + shape + ", " + tn + ") " + ('|' if v.dtype == 'bool' else '+') + " {})",
-                         Paren(code))
-            code = f("tl.broadcast_to({}, " + shape + ")", code)
-        return code
-
-    def combine(self, fmt: str, vals: list[Val], dtype: str, order: tuple[str, ...] | None = None) -> Val:
-        """`fmt` (a template with one `{}` per value) over `vals`, each laid out over their joint dims."""
-        dims = order if order is not None else self._order({d for v in vals for d in v.dims})
-        return Val(f(fmt, *[self.expand(v, dims) for v in vals]), dims, dtype)
-
-    def widen(self, v: Val) -> Val:
-        """A loaded low-precision float as float32 (arithmetic runs in float32 between rounding points)."""
-        c = dtypes.compute_dtype(v.dtype)
-        if c == v.dtype:
-            return v
-        return Val(f("{}.to(" + dtypes.triton_name(c) + ")", Paren(v.code)), v.dims, c)
-
-    def emit_stmt(self, hint: str, code: Ex, nest: str | None = None) -> Name:
-        """`name = code` in the current body; the name (fresh, from `hint`) stands for the value."""
-        name = self.fresh(hint)
-        self.stmts.append(Assign(name, code, nest))
-        return Name(name)
-
-    # -- expressions ----------------------------------------------------------------------------
-    def emit(self, e: Expr, st: Stage, loads: dict) -> Val:
-        env = self.env[st.name]
-        if isinstance(e, Const):
-            if e.dtype == "bool":
-                return Val(Lit(str(bool(e.value))), (), "bool")
-            if isinstance(e.value, float):
-                v = e.value
-                code = 'float("inf")' if v == float("inf") else 'float("-inf")' if v == float("-inf") else \
-                    'float("nan")' if v != v else repr(v)
-                return Val(Lit(code), (), "float32")
-            return Val(Lit(repr(e.value)), (), "int32")
-        if isinstance(e, (SizeVar, Knob)):
-            return Val(Lit(self.scalar(e)), (), "int32")
-        if isinstance(e, IterVar):
-            if e not in env:
-                raise LoweringError(f"{st.name} uses axis {e.name}, which is not one of its axes")
-            a = env[e]
-            return Val(a.code, a.dims, "int32")
-        if isinstance(e, Load):
-            return self.widen(self.load(e, st, loads))
-        if isinstance(e, Cast):
-            v = self.emit(e.a, st, loads)
-            if v.dtype == e.dtype:
-                return v
-            tn = dtypes.triton_name(e.dtype)
-            if dtypes.is_float(e.dtype) and dtypes.compute_dtype(e.dtype) != e.dtype:
-                c = dtypes.triton_name(dtypes.compute_dtype(e.dtype))
-                return Val(f("{}.to(" + tn + ").to(" + c + ")", Tensor0d(_via_float32(v.code, v.dtype, e.dtype))),
-                           v.dims, dtypes.compute_dtype(e.dtype))
-            return Val(f("tl.cast({}, " + tn + ")", v.code), v.dims, e.dtype)
-        if isinstance(e, Unary):
-            v = self.emit(e.a, st, loads)
-            return Val(f(e.op + "{}", Paren(v.code)), v.dims, v.dtype)
-        if isinstance(e, Call):
-            v = self.emit(e.args[0], st, loads)
-            if not dtypes.is_float(v.dtype) and e.fn != "abs":
-                v = Val(f("tl.cast({}, tl.float32)", v.code), v.dims, "float32")
-            if e.fn == "silu":
-                if not _is_name(v.code):
-                    v = Val(self.emit_stmt("x", v.code), v.dims, v.dtype)
-                return Val(f("{} * tl.sigmoid({})", v.code, v.code), v.dims, v.dtype)
-            if e.fn == "tanh":
-                if not _is_name(v.code):
-                    v = Val(self.emit_stmt("x", v.code), v.dims, v.dtype)
-                e_name = self.fresh("e")  # the interpreter form computes tl.exp(-2|x|) here (targets.py)
-                self.stmts.append(TanhExp(e_name, v.code))
-                return Val(Tanh(v.code, e_name), v.dims, v.dtype)
-            return Val(f(_MATH[e.fn] + "({})", v.code), v.dims, v.dtype)
-        if isinstance(e, Where):
-            c, a, b = (self.emit(x, st, loads) for x in (e.cond, e.a, e.b))
-            return self.combine("tl.where({}, {}, {})", [c, a, b], dtypes.promote(a.dtype, b.dtype))
-        if isinstance(e, Binary):
-            a, b = self.emit(e.a, st, loads), self.emit(e.b, st, loads)
-            if a.dtype == b.dtype == "bool" and e.op in ("+", "*", "max", "min"):  # torch: or / and
-                op = "|" if e.op in ("+", "max") else "&"
-                return self.combine(f"{{}} {op} {{}}", [Val(Paren(a.code), a.dims, "bool"),
-                                                       Val(Paren(b.code), b.dims, "bool")], "bool")
-            if e.op in ("max", "min"):
-                dtype = dtypes.promote(a.dtype, b.dtype)
-                prop = ", propagate_nan=tl.PropagateNan.ALL" if dtypes.is_float(dtype) else ""  # as torch
-                return self.combine(f"tl.{e.op}imum({{}}, {{}}{prop})", [a, b], dtype)
-            if e.op == "/" and not dtypes.is_float(a.dtype) and not dtypes.is_float(b.dtype):
-                a = Val(f("tl.cast({}, tl.float32)", a.code), a.dims, "float32")
-            if e.op in ("//", "%") and not _nonnegative(e):
-                return self.floor_divmod(e.op, a, b)
-            dtype = "bool" if e.op in ("<", "<=", ">", ">=", "==", "!=") else dtypes.promote(a.dtype, b.dtype)
-            return self.combine(f"{{}} {e.op} {{}}", [Val(Paren(a.code), a.dims, a.dtype),
-                                                      Val(Paren(b.code), b.dims, b.dtype)], dtype)
-        if isinstance(e, Reduce):
-            raise LoweringError(f"{st.name}: a reduction can only be the whole body of a compute")
-        raise LoweringError(f"cannot lower expression {e!r}")
-
-    def floor_divmod(self, op: str, a: Val, b: Val) -> Val:
-        """Python/torch `//` and `%` (rounding toward minus infinity); Triton's integer ops truncate."""
-        dtype = dtypes.promote(a.dtype, b.dtype)
-        if not _is_name(a.code):
-            a = Val(self.emit_stmt("n", a.code), a.dims, a.dtype)
-        if not _is_name(b.code) and not b.code.text().lstrip("-").replace(".", "").isdigit():
-            b = Val(self.emit_stmt("d", b.code), b.dims, b.dtype)
-        if dtypes.is_float(dtype):
-            q = self.combine("tl.floor({} / {})", [a, b], dtype)
-            return q if op == "//" else self.combine("{} - {} * {}", [a, b, q], dtype)
-        r = self.combine("{} % {}", [a, b], dtype)
-        r = Val(self.emit_stmt("r", r.code), r.dims, dtype)
-        fix = self.combine("({} != 0) & (({} < 0) != ({} < 0))", [r, r, b], "bool")
-        fixed = Val(fix.code, (), "bool")  # laid out already: not expanded again
-        if op == "%":
-            return self.combine("tl.where({}, {} + {}, {})", [fixed, r, b, r], dtype)
-        return self.combine("tl.where({}, {} // {} - 1, {} // {})", [fixed, a, b, a, b], dtype)
-
-    def dims_of(self, e: Expr, st: Stage) -> set[str]:
-        """The tile dims an expression varies over (without emitting it)."""
-        env = self.env[st.name]
-        out: set[str] = set()
-        todo = [e]
-        while todo:
-            node = todo.pop()
-            if isinstance(node, IterVar) and node in env:
-                out |= set(env[node].dims)
-                continue
-            if isinstance(node, Load):
-                body = self.inline_body(node)
-                if body is not None:  # an inlined stage varies as its expression does, not as its indices
-                    todo.append(body)
-                    continue
-                found = self.in_scope(node.tensor.name)
-                if found is not None:
-                    out |= set(found[0].dims)
-                    continue
-            todo.extend(node.children())
-        return out
-
-    def inline_body(self, ld: Load):
-        st = self.p.sched.stages.get(ld.tensor.name)
-        if st is None or st.attach != "inline":
-            return None
-        self.inlined.add(st.name)
-        mapping = dict(zip(ld.tensor.axis, ld.indices))
-        body = Cast(substitute(ld.tensor.body, lambda n: mapping.get(n) if isinstance(n, IterVar) else None),
-                    ld.tensor.dtype)
-        # A read outside the tensor gives 0, as a load from memory would: the inlined expression
-        # is evaluated only where the indices are in bounds.
-        inside = None
-        for idx, dim in zip(ld.indices, ld.tensor.shape):
-            if isinstance(idx, IterVar) and size_text(idx.extent) == size_text(dim):
-                continue
-            cond = Binary("&", Binary(">=", idx, 0), Binary("<", idx, dim))
-            inside = cond if inside is None else Binary("&", inside, cond)
-        if inside is not None:
-            dt = ld.tensor.dtype
-            zero = Const(False, "bool") if dt == "bool" else Const(0.0, "float32") if dtypes.is_float(dt) \
-                else Const(0, "int32")
-            body = Cast(Where(inside, body, zero), dt)
-        return body
-
-    def in_scope(self, name: str):
-        for scope in reversed(self.scopes):
-            if name in scope:
-                return scope[name]
-        return None
-
-    def load(self, ld: Load, st: Stage, loads: dict) -> Val:
-        """A read of `ld.tensor` in its stored dtype: from an inlined body, registers, or memory."""
-        body = self.inline_body(ld)
-        if body is not None:
-            v = self.emit(body, st, loads)
-            return v
-        t = ld.tensor
-        found = self.in_scope(t.name)
-        env = self.env[st.name]
-        if found is not None:
-            val, axis_codes = found
-            got = [env[i].code if isinstance(i, IterVar) and i in env else None for i in ld.indices]
-            if got != axis_codes:
-                raise LoweringError(
-                    f"{st.name} reads {ld!r}, but {t.name} is computed in the same kernel only at the positions "
-                    f"of that loop ({', '.join(c.text() for c in axis_codes)}); read it at its own axes or compute_root {t.name}")
-            return val
-        key = repr(ld)
-        for scope in reversed(self.scopes):
-            if ("load", st.name, key) in scope:
-                return scope[("load", st.name, key)]
-        if key in loads:
-            return loads[key]
-        v = self.emit_load(ld, st, f"{t.name.lower()}_tile")
-        loads[key] = v
-        return v
-
-    def emit_load(self, ld: Load, st: Stage, hint: str) -> Val:
-        t = ld.tensor
-        if self.p.plan.kernel_of.get(t.name) == self.root.name:
-            raise LoweringError(
-                f"{st.name} reads {t.name} where {t.name}, computed in the same kernel, is not finished: the "
-                f"read sits inside {t.name}'s own loops (a reduction loop of one iteration, say) or in a "
-                f"cache_read placed before {t.name} is computed. Place {st.name} (or the cache) after "
-                f"{t.name}'s loops; a value computed in the kernel needs no cache_read")
-        ptr = self.tensor_param(t)
-        if t.name not in self.loads:
-            self.loads.append(t.name)
-        env = self.env[st.name]
-        idx_vals, masks = [], []
-        for d, idx in enumerate(ld.indices):
-            v = self.emit(idx, st, {})
-            idx_vals.append(v)
-            if isinstance(idx, IterVar) and idx in env and size_text(idx.extent) == size_text(t.shape[d]):
-                if env[idx].mask:  # the axis runs over exactly this dimension: its own mask suffices
-                    masks.append(Val(env[idx].mask, env[idx].dims, "bool"))
-            else:  # a computed index, or an axis longer than the dimension it indexes: check the bounds
-                ext = self.scalar(t.shape[d])
-                masks.append(Val(f("({} >= 0) & ({} < " + ext + ")", Paren(v.code), Paren(v.code)), v.dims, "bool"))
-        addr = self.address(ptr, t, idx_vals)
-        self._check_tile_numel(st, addr.dims)
-        mask = None
-        if masks:
-            mask = self.combine(" & ".join(["{}"] * len(masks)), masks, "bool", order=addr.dims).code
-        name = self.fresh(hint)
-        self.stmts.append(LoadTile(name, addr.code, mask, f"{hint} = {ld!r}"))
-        name = Name(name)
-        return Val(name, addr.dims, t.dtype)
-
-    def address(self, ptr: str, t, idx_vals: list[Val]) -> Val:
-        """`T + offs_i[:, None] * stride_T_0 + ...`, its dims in the tensor's index order (the memory
-        order, so a row-major tile is loaded with its contiguous dimension last)."""
-        order = tuple(dict.fromkeys(d for v in idx_vals for d in v.dims))
-        terms = [f("{} * stride_" + f"{t.name}_{d}", Paren(self.expand(v, order))) for d, v in enumerate(idx_vals)]
-        return Val(f(" + ".join(["{}"] * (len(terms) + 1)), Name(ptr), *terms), order, "ptr")
 
     # -- stages ---------------------------------------------------------------------------------
     def emit_stage(self, placed: Placed, out: list) -> None:
@@ -785,7 +483,7 @@ class KernelBuilder:
         self._check_tile_numel(x, v.dims)
         tn = dtypes.triton_name(t.dtype)
         name = self.fresh(f"{t.name}_val")
-        code = v.code if v.dtype == t.dtype else f("{}.to(" + tn + ")", Tensor0d(_via_float32(v.code, v.dtype, t.dtype)))
+        code = v.code if v.dtype == t.dtype else f("{}.to(" + tn + ")", Tensor0d(via_float32(v.code, v.dtype, t.dtype)))
         out.append(Assign(name, code, None if x.tensor.is_reduction else f"{name} = {t.body!r}"))
         val = Val(Name(name), v.dims, t.dtype)
         env = self.env[x.name]
