@@ -287,3 +287,20 @@ def test_the_fuzzer_compiles_on_a_gpu_and_interprets_without_one(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     run.default_target()
     assert os.environ["TRITON_INTERPRET"] == "1"
+
+
+def test_oracle_float16_sum_allows_the_rounding_of_subnormal_terms():
+    # fuzz seed 197481996: sigmoid values of 1e-9..2e-7 summed with acc_dtype float16. Each term is rounded
+    # to float16 (as torch.sum(x, dtype=float16) casts its input first), and there most of them are
+    # subnormal: their rounding error is absolute (up to 2**-25), not relative to the sum. The bound
+    # (n + 2) u |x| missed it and called the kernel's 2.98e-07 (= torch's) wrong against 7.36e-07.
+    x = torch.tensor([[-2.0, -1, 0, 2, 2, 1, 0, -1, 0, 0, 1, 3, 1, 0, 0, 1, -1, 1, 1, -1, 0, -2, 0, 0, 0, 1, 0, 0,
+                       -1, -1, 1, -2, 0, 0, 1, 1, 0]]) - 18.5  # the case's X - N * 0.5
+    k = tc.reduce_axis(37, name="k")
+    X = tc.placeholder((1, 37), "float32", name="X")
+    R = tc.compute((1,), lambda i: tc.sum(tc.sigmoid(X[i, k]), axis=k, acc_dtype="float16"), name="R")
+    ref = oracle.Oracle({}, {"X": x}).tensor(R)
+    torch_sum = torch.sum(torch.sigmoid(x), dim=1, dtype=torch.float16)
+    assert oracle.compare("R", torch_sum, ref) == []
+    assert torch.sigmoid(x).double().sum() > 2 * torch_sum.double().sum()  # the case is not a trivial one
+    assert oracle.compare("R", torch_sum * 0 + 1e-3, ref) != []  # a wrong value is still wrong

@@ -410,3 +410,29 @@ def test_cuda_form_of_gpu_only_failures_compiles_for_sm90():
     args = [sys.executable, str(root / "scripts" / "fuzz_compile.py")] + [a for c in cases for a in ("--file", str(c))]
     run = subprocess.run(args, capture_output=True, text=True, cwd=root, env=env, timeout=600)
     assert run.returncode == 0 and run.stdout.count("OK ") >= len(cases), run.stdout + run.stderr
+
+
+def test_dot_operand_computed_in_the_kernel_is_zero_past_the_reduction_end():
+    """Fuzz seed 197481165: P = log(A) computed at C.ko and fed to tl.dot. Past the end of k (K=5 in a
+    32-wide tile) A's masked load gives 0, log(0) = -inf, and the other operand's 0 times -inf is NaN,
+    which tl.dot summed into every valid element. Operands not loaded with k's mask are zeroed there."""
+    M, N, K = tc.size_vars("M N K")
+    A = tc.placeholder((K, M), "float32", name="A")
+    W = tc.placeholder((K, N), "bfloat16", name="W")
+    P = tc.compute((K, M), lambda i, j: tc.log(A[i, j]), name="P")
+    k = tc.reduce_axis(K, name="k")
+    C = tc.compute((M, N), lambda i, j: tc.sum(W[k, j] * P[k, i], axis=k, acc_dtype="float32"), name="C")
+    s = tc.create_schedule([C])
+    i, j = C.axis
+    io, ii = s[C].split(i, 16)
+    jo, ji = s[C].split(j, 32)
+    ko, ki = s[C].split(C.reduce_axis[0], 32)
+    s[P].compute_at(s[C], ko)
+    assert "tl.dot(" in tc.lower(s).source()
+    kernel = tc.build(s, [A, W, C])
+    a = torch.rand(5, 37) + 0.5
+    w = torch.randn(5, 3).to(torch.bfloat16)
+    got = kernel(a, w)
+    want = (w.float().T @ torch.log(a)).T
+    assert not torch.isnan(got).any()
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)

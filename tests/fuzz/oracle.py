@@ -275,9 +275,13 @@ class Oracle:
         if red.op == "sum":
             val = x.sum(dim=dims)
             mag = x.abs().nan_to_num(0.0, 0.0, 0.0).sum(dim=dims)
-            err = e.nan_to_num(0.0, math.inf, math.inf).sum(dim=dims) + (n + 2) * u * mag + TINY
+            # each of the n + 2 roundings (the terms to the accumulator's type, the partial sums) errs by
+            # u relative, or by half the smallest subnormal absolute where the values are that small
+            # (float16 sums of tiny terms: seed 197481996)
+            mant, emin = FLOATS.get(acc, FLOATS["float32"])
+            sub = 2.0 ** (emin - mant - 1)
+            err = e.nan_to_num(0.0, math.inf, math.inf).sum(dim=dims) + (n + 2) * (u * mag + sub) + TINY
             # exact operands that are integers with small partial sums: every order of summing is exact
-            mant = FLOATS.get(acc, FLOATS["float32"])[0]
             ints = ((e == 0) & (x == torch.round(x))).all(dim=dims) & (mag <= 2.0 ** (mant + 1))
             err = torch.where(ints, ZERO, err)
             if acc != "float64":

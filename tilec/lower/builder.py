@@ -115,6 +115,7 @@ class KernelBuilder(ValueEmitter):
         self.placed: dict[str, Placed] = {}
         self.inlined: set[str] = set()
         self.caches_here: set[str] = set()
+        self.zero_outside: dict[str, set] = {}  # a loaded tile's name -> the masks outside which it is 0
 
     # -- names and parameters -------------------------------------------------------------------
     def fresh(self, name: str) -> str:
@@ -455,13 +456,24 @@ class KernelBuilder(ValueEmitter):
                else self.config[self.dim_extent[d]] < 16 for d in (m, n, k)):
             return False
         loads: dict = {}
+        env = self.env[x.name]
+        kmasks = [Val(env[a].mask, env[a].dims, "bool") for a in red.axes if env[a].mask]
 
         def operand(e: Expr, order: tuple[str, str]) -> Val:
             inner = e
             while isinstance(inner, Cast) and inner.dtype == "float32":
                 inner = inner.a
             v = self.load(inner, x, loads) if isinstance(inner, Load) else self.emit(e, x, loads)
-            return Val(self.expand(v, order), order, v.dtype)
+            padded = isinstance(v.code, Name) and {m.code for m in kmasks} <= self.zero_outside.get(v.code.id, set())
+            v = Val(self.expand(v, order), order, v.dtype)
+            if kmasks and not padded:
+                # past the end of k, tl.dot multiplies the other operand's 0 by this one: a value computed in
+                # the kernel (log(0) = -inf there, say) would make 0 * inf = NaN of every sum (seed 197481165)
+                self.stmts.append(Comment("zero past the end of the reduction: tl.dot sums every lane of the tile"))
+                name = self.emit_stmt("operand", v.code)
+                m = self.combine(" & ".join(["{}"] * len(kmasks)), kmasks, "bool", order=order)
+                v = Val(f("tl.where({}, {}, tl.zeros_like({}))", m.code, name, name), order, v.dtype)
+            return v
 
         a, b = operand(lhs, (m, k)), operand(rhs, (k, n))
         # bf16/fp16/fp8 pairs go to tl.dot as they are; anything else (or bf16 in the interpreter) is

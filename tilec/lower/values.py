@@ -329,8 +329,8 @@ class ValueEmitter:
             mask = self.combine(" & ".join(["{}"] * len(masks)), masks, "bool", order=addr.dims).code
         name = self.fresh(hint)
         self.stmts.append(LoadTile(name, addr.code, mask, f"{hint} = {ld!r}"))
-        name = Name(name)
-        return Val(name, addr.dims, t.dtype)
+        self.zero_outside[name] = {m.code for m in masks}  # where the load gives 0 (other=0)
+        return Val(Name(name), addr.dims, t.dtype)
 
     def address(self, ptr: str, t, idx_vals: list[Val]) -> Val:
         """`T + offs_i[:, None] * stride_T_0 + ...`, its dims in the tensor's index order (the memory
