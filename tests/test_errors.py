@@ -1189,3 +1189,32 @@ def test_num_warps_of_a_stage_inside_another_kernel():
     with pytest.raises(tc.LoweringError, match=r"Y.num_warps\(...\) has no effect: Y is computed inside another "
                                                r"stage's kernel.*call num_warps on the root"):
         tc.lower(s)
+
+
+@pytest.mark.parametrize("first", ["pipeline", "unroll"])
+@pytest.mark.parametrize("then", ["split", "fuse"])
+def test_splitting_or_fusing_a_pipelined_or_unrolled_loop_is_refused(first, then):
+    """Fuzz seed 901975's schedule: pipeline(ko) then split(ko) dropped the pipelining without a word
+    (the loop it named was gone). Now the split (or fuse) is refused, and the schedule is as before."""
+    M, N = tc.size_vars("M N")
+    X = tc.placeholder((M, N), "float32", name="X")
+    k = tc.reduce_axis(N, name="k")
+    R = tc.compute((M,), lambda i: tc.sum(X[i, k], axis=k), name="R")
+    s = tc.create_schedule(R)
+    io, ii = s[R].split(R.axis[0], 16)
+    ko, ki = s[R].split(R.reduce_axis[0], 8)
+    s[R].reorder(io, ko, ii, ki)
+    s[R].bind(io, "program_id.0")
+    if first == "pipeline":
+        s[R].pipeline(ko, stages=2)
+    else:
+        s[R].unroll(ki)
+    target = ko if first == "pipeline" else ki
+    before = s.fingerprint()
+    with pytest.raises(tc.ArgumentError, match=rf"{then}: R\.{target.name} is {first}[a-z]*\b.*{then} it first, then "
+                                               rf"{first} the loop you want"):
+        if then == "split":
+            s[R].split(target, 2)
+        else:
+            s[R].fuse(ko, ki)
+    assert s.fingerprint() == before

@@ -262,7 +262,9 @@ def test_log_records_other_primitives_and_not_failed_calls():
     s[Z2].num_warps(2)
     s[Z1].compute_inline()
     with pytest.raises(tc.ArgumentError, match="factor"):
-        s[Z2].split(n, 0)
+        s[Z2].split(o, 0)
+    with pytest.raises(tc.ArgumentError, match="unrolled"):
+        s[Z2].split(n, 2)
     s[Z1].compute_root()
     assert s.log == [
         "Z2: fuse(i, j) -> i_j",

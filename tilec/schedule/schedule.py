@@ -191,6 +191,16 @@ class Stage:
             raise ArgumentError(f"{prim}: {self.name}.{axis.name} is bound to program_id.{self.binds[axis]}; "
                                 f"{prim} it first, then bind the result")
 
+    def _not_a_scheduled_loop(self, axis: IterVar, prim: str) -> None:
+        """A pipelined or unrolled loop split or fused would lose that silently (its leaf is gone)."""
+        if axis in self.pipelines:
+            raise ArgumentError(f"{prim}: {self.name}.{axis.name} is pipelined (pipeline({axis.name}, stages="
+                                f"{self.pipelines[axis]!r})), and {prim} would replace the loop; {prim} it first, then "
+                                f"pipeline the loop you want")
+        if axis in self.unrolled:
+            raise ArgumentError(f"{prim}: {self.name}.{axis.name} is unrolled, and {prim} would replace the loop; "
+                                f"{prim} it first, then unroll the loop you want")
+
     def _new_axis(self, name: str, extent, kind: str) -> IterVar:
         base, n = name, 1
         while name in self._names:
@@ -210,6 +220,7 @@ class Stage:
         self._require_compute("split")
         axis = self._axis(axis, 1, "axis", "split")
         self._not_bound(axis, "split")
+        self._not_a_scheduled_loop(axis, "split")
         factor = _factor(factor, 2, "factor", "split", self.sched.knobs)
         from tilec.ir.expr import cdiv  # local: keeps the import list of this module about schedules
         outer = self._new_axis(f"{axis.name}o", cdiv(axis.extent, factor), axis.kind)
@@ -270,6 +281,8 @@ class Stage:
         inner = self._axis(inner, 2, "inner", "fuse")
         self._not_bound(outer, "fuse")
         self._not_bound(inner, "fuse")
+        self._not_a_scheduled_loop(outer, "fuse")
+        self._not_a_scheduled_loop(inner, "fuse")
         pos = self.leaves.index(outer)
         if pos + 1 >= len(self.leaves) or self.leaves[pos + 1] is not inner:
             order = ", ".join(a.name for a in self.leaves)
