@@ -259,9 +259,12 @@ def test_runner_classifies_correct_hung_crash_and_reduces():
         assert hung["status"] == "hung", hung
         crash = pool.run_one(("case", _case(["__import__('os')._exit(3)"])))
         assert crash["status"] == "crash" and "3" in crash["key"], crash
-        # seed 30007679 'hung': a constant 2048-trip serial loop no size shrinks, a minute in the
-        # interpreter; counted slow, not run
-        slow = pool.run_one(("seed", 30007679), timeout=60.0)
+        # as seed 30007679 'hung' once: serial loops of constant extent (here 512 x 1024 trips) that no
+        # size shrinks, minutes in the interpreter; counted slow, not run
+        big = ["X = tc.placeholder((512, 1024), 'float32', name='X')",
+               "Y = tc.compute((512, 1024), lambda i, j: X[i, j] * 2.0, name='Y')",
+               "s = tc.create_schedule([Y])", "Y_i, Y_j = Y.axis"]
+        slow = pool.run_one(("case", _case(["s[Y].reorder(Y_i, Y_j)"], compute=big)), timeout=60.0)
         assert slow["status"] == "slow" and slow["work"] > run.SLOW_WORK, slow
         lines = ["Y_io, Y_ii = s[Y].split(Y_i, 2)", "s[Y].bind(Y_io, 'program_id.0')",
                  "attempt(lambda: s[Y].split(Y_i, 3))", "1 // 0", "s[Y].unroll(Y_ii)"]
