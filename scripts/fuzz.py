@@ -19,9 +19,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-import torch  # noqa: E402 - before triton: where there is no GPU, kernels run in Triton's interpreter
+from tests.fuzz.run import default_target  # noqa: E402 - stdlib only at import: triton is not loaded yet
 
-os.environ.setdefault("TRITON_INTERPRET", "0" if torch.cuda.is_available() else "1")
+default_target()  # compiled on a GPU, Triton's interpreter without one (set before triton is imported)
 os.environ.setdefault("PYTHONPATH", str(ROOT))
 
 

@@ -68,8 +68,8 @@ def design_schedule(dtype="float32", *, tiles=None, stages="knob", place_y=True,
 
     C tiled by `tile_gemm` (io, jo on the grid); A and W cached in shared memory at C.ko; C's
     accumulator in registers at C.jo; ko pipelined; Y = silu(C) computed at C.jo.
-    `tiles`: None for `design_knobs()`, or (bm, bn, bk) ints. `stages`: "knob" for the knob
-    stages in [2, 3], an int, or None for no pipeline. `place_y=False` leaves Y in its own kernel.
+    `tiles`: None for `design_knobs()`, or (bm, bn, bk) ints or knobs. `stages`: "knob" for the knob
+    stages in [2, 3], an int or a knob, or None for no pipeline. `place_y=False` leaves Y in its own kernel.
     `names` as for `gemm_silu`. Returns (s, (A, W, C, Y), axes).
     """
     A, W, C, Y = gemm_silu(dtype, names=names)
@@ -79,7 +79,7 @@ def design_schedule(dtype="float32", *, tiles=None, stages="knob", place_y=True,
     s.cache_read(W, "shared", readers=[C]).compute_at(s[C], ax["ko"])
     s.cache_write(C, "local").compute_at(s[C], ax["jo"])
     if stages is not None:
-        s[C].pipeline(ax["ko"], stages=tc.knob("stages", [2, 3]) if stages == "knob" else stages)
+        s[C].pipeline(ax["ko"], stages=tc.knob("stages", [2, 3]) if isinstance(stages, str) else stages)
     if place_y:
         s[Y].compute_at(s[C], ax["jo"])
     return s, (A, W, C, Y), ax

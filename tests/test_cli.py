@@ -176,6 +176,7 @@ def test_lower_prints_the_nest_and_the_source(tmp_path, monkeypatch):
     (["tune", "{case}", "--mix", "M=abc", "--fixed", "K=24,N=20"], "bad --mix 'M=abc'"),
     (["tune", "{case}", "--mix", "M=16:0", "--fixed", "K=24,N=20"], "weight must be a positive number"),
     (["tune", "{case}", "--mix", "M=16"], "does not give size K, N"),
+    (["tune", "{case}", "--mix", "M=16", "--fixed", "K=24,N=20,Q=3"], "the mix gives size Q, which"),
     (["tune", "{dir}/missing.py", *MIX], "no such file"),
     (["tune", "{dir}/cli_case_helpers.py", *MIX], "defines no make()"),
     (["lower", "{case}", "--config", "BM=48"], "not one of the choices of knob 'BM'"),

@@ -16,34 +16,19 @@ from tilec.schedule import AxisRef, KnobRef, StageRef, Step, TensorRef, Trace
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 sys.path.insert(0, str(EXAMPLES))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import computes  # noqa: E402
+
 # every example that defines make() -> (schedule, args)
 NAMES = sorted(p.stem for p in EXAMPLES.glob("*.py") if "def make(" in p.read_text())
 
 
 def design_schedule():
-    """The schedule of DESIGN.md and the README's tour: GEMM + SiLU epilogue."""
-    M, N, K = tc.size_vars("M N K")
-    A = tc.placeholder((M, K), "bfloat16", name="A")
-    W = tc.placeholder((K, N), "bfloat16", name="W")
-    k = tc.reduce_axis(K, name="k")
-    C = tc.compute((M, N), lambda i, j: tc.sum(A[i, k] * W[k, j], axis=k, acc_dtype="float32"),
-                   name="C", dtype="bfloat16")
-    Y = tc.compute((M, N), lambda i, j: tc.silu(C[i, j]), name="Y")
-    s = tc.create_schedule(Y)
-    i, j = C.axis
-    (kk,) = C.reduce_axis
-    io, ii = s[C].split(i, tc.knob("BM", [64, 128, 256]))
-    jo, ji = s[C].split(j, tc.knob("BN", [64, 128, 256]))
-    ko, ki = s[C].split(kk, tc.knob("BK", [32, 64]))
-    s[C].reorder(io, jo, ko, ii, ji, ki)
-    s[C].bind(io, "program_id.0")
-    s[C].bind(jo, "program_id.1")
-    s.cache_read(A, "shared", readers=[C]).compute_at(s[C], ko)
-    s.cache_read(W, "shared", readers=[C]).compute_at(s[C], ko)
-    s.cache_write(C, "local").compute_at(s[C], jo)
-    s[C].pipeline(ko, stages=tc.knob("stages", [2, 3, 4]))
-    s[Y].compute_at(s[C], jo)
-    return s, (A, W, C, Y), ko
+    """The schedule of DESIGN.md and the README's tour (GEMM + SiLU epilogue), with DESIGN's knob choices."""
+    s, tensors, ax = computes.design_schedule(
+        "bfloat16", tiles=(tc.knob("BM", [64, 128, 256]), tc.knob("BN", [64, 128, 256]), tc.knob("BK", [32, 64])),
+        stages=tc.knob("stages", [2, 3, 4]))
+    return s, tensors, ax["ko"]
 
 
 def run_text(trace, outputs) -> tc.Schedule:

@@ -223,6 +223,15 @@ def test_mix_must_give_every_size(tmp_path):
                 reference=tune_case.reference, storage=f"sqlite:///{tmp_path / 'm.db'}")
 
 
+def test_mix_must_not_give_a_size_the_schedule_does_not_use(tmp_path):
+    """A size the schedule does not use is a typo or the wrong recipe: refused as the CLI refuses it."""
+    s, args = tune_case.make()
+    with pytest.raises(tc.ArgumentError, match=r"the mix gives size Q, which the schedule does not use "
+                                               r"\(its sizes: K, M, N\)"):
+        tc.tune(s, tc.ShapeMix([({"M": 16}, 1)], fixed={"K": 24, "N": 20, "Q": 3}), trials=2, args=args,
+                reference=tune_case.reference, storage=f"sqlite:///{tmp_path / 'q.db'}")
+
+
 def test_study_name_ignores_the_order_of_the_mix():
     from tilec.tune.study import study_key
     s, args = tune_case.make()
