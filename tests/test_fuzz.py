@@ -216,6 +216,17 @@ def test_inputs_are_poisoned_views_with_the_strides_asked_for():
     assert oracle.make_input([3, 5], "float32", {"layout": "t"}, gen_)[0].stride() == (1, 3)
 
 
+def test_inputs_are_made_on_the_cpu_whatever_the_default_device():
+    # On the GPU host conftest sets torch's default device to cuda; the oracle's inputs must still be made
+    # on the CPU (from its CPU generator: the same values for a seed on every machine) and moved after.
+    plain = oracle.make_inputs([tc.placeholder((3, 5), "float32", name="X")], {}, {}, seed=4)["X"][0]
+    with torch.device("meta"):
+        view, buf = oracle.make_inputs([tc.placeholder((3, 5), "float32", name="X")], {}, {}, seed=4)["X"]
+        out, obuf = oracle.make_output([3, 5], "float32")
+    assert view.device.type == buf.device.type == out.device.type == obuf.device.type == "cpu"
+    assert torch.equal(view, plain)
+
+
 # ---------------------------------------------------------------------------------------------
 # the generator and the runner
 

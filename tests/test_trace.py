@@ -395,6 +395,42 @@ def test_quiet_stages_record_nothing():
     assert_same(s0, tc.replay(s0.trace, [Y]))
 
 
+def _body(source: str) -> str:  # a kernel source without its header's list of schedule steps
+    return "\n".join(line for line in source.splitlines() if not line.startswith("#   "))
+
+
+OUTPUTS = {"gemm_silu": lambda: [computes.gemm_silu()[-1]], "softmax": lambda: [computes.softmax()[-1]],
+           "rmsnorm": lambda: [computes.rmsnorm()[-1]], "rowscale_fp8": lambda: list(computes.rowscale_fp8()[3:])}
+
+
+@pytest.mark.parametrize("workload", sorted(OUTPUTS))
+def test_the_default_schedule_is_a_trace(workload):
+    # what lowering gives an unscheduled stage is the steps of default_trace: applied by hand (replayed)
+    # they lower to the same kernels; its Python text names the same primitives
+    outputs = OUTPUTS[workload]()
+    s = tc.create_schedule(outputs)
+    stages = [name for name, st in s.stages.items() if st.kind == "compute"]
+    traces = [tc.default_trace(s[name]) for name in stages]
+    assert all(len(t) >= 2 for t in traces) and len(s.trace) == 0  # made quietly: s's own trace is empty
+    steps = Trace([st for t in traces for st in t])
+    by_hand = tc.replay(steps, outputs)
+    assert all(by_hand[name].touched for name in stages)
+    assert _body(tc.lower(by_hand).source()) == _body(tc.lower(s).source())
+    text = str(traces[0])
+    assert f'.split(' in text and '.bind(' in text and text == str(tc.default_trace(s[stages[0]]))
+
+
+def test_default_trace_leaves_fixed_axes_alone():
+    A, W, C, Y = computes.gemm_silu()
+    s = tc.create_schedule(Y)
+    i, j = Y.axis
+    steps = tc.default_trace(s[Y], fixed=frozenset([i]))
+    assert [st.args[0] for st in steps if st.primitive == "split"] == [AxisRef("Y", "j")]  # i is not split
+    assert [st.primitive for st in steps] == ["split", "reorder", "bind"]
+    with pytest.raises(tc.ArgumentError, match="expected a stage"):
+        tc.default_trace(Y)
+
+
 def test_an_int_subclass_factor_is_recorded_as_a_plain_int():
     import enum
 

@@ -24,6 +24,7 @@ past the end and elements never written are both found. Inputs are views into bu
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from dataclasses import dataclass, field
@@ -561,6 +562,18 @@ def _strides(shape: list[int], layout: str) -> list[int]:
     return strides
 
 
+def _on_cpu(fn):
+    """Run `fn` with torch's default device the CPU: the oracle makes its tensors there (from a CPU generator,
+    so a seed gives the same values on every machine) and moves them to the GPU itself, whatever default
+    device the caller set (the test suite sets cuda on the GPU host)."""
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        with torch.device("cpu"):
+            return fn(*args, **kwargs)
+    return wrapped
+
+
+@_on_cpu
 def make_input(shape: list[int], dtype: str, spec: dict, gen: torch.Generator):
     """One input tensor, a view into a poisoned buffer; returns (view, buffer)."""
     tdt = getattr(torch, dtype)
@@ -594,6 +607,7 @@ def make_input(shape: list[int], dtype: str, spec: dict, gen: torch.Generator):
     return view, buf
 
 
+@_on_cpu
 def make_inputs(kernel_inputs, sizes: dict, specs: dict, seed: int):
     """Inputs for each placeholder in `kernel_inputs` order: {name: (view, buffer)}."""
     gen = torch.Generator().manual_seed(seed)
@@ -604,6 +618,7 @@ def make_inputs(kernel_inputs, sizes: dict, specs: dict, seed: int):
     return out
 
 
+@_on_cpu
 def make_output(shape: list[int], dtype: str):
     """A dense view in the middle of a sentinel-filled buffer: (view, buffer)."""
     tdt = getattr(torch, dtype)

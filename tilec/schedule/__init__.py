@@ -1,8 +1,9 @@
 """Schedules: stages, their split/fuse/reorder relations, placements and knobs; traces and replay."""
 
 from tilec.ir.knob import Knob, factor_value, knob, resolve_config
+from tilec.schedule.defaults import default_trace
 from tilec.schedule.schedule import GRID, Fuse, Schedule, Split, Stage, create_schedule
 from tilec.schedule.trace import AxisRef, KnobRef, StageRef, Step, TensorRef, Trace, replay
 
 __all__ = ["GRID", "AxisRef", "Fuse", "Knob", "KnobRef", "Schedule", "Split", "Stage", "StageRef", "Step",
-           "TensorRef", "Trace", "create_schedule", "factor_value", "knob", "replay", "resolve_config"]
+           "TensorRef", "Trace", "create_schedule", "default_trace", "factor_value", "knob", "replay", "resolve_config"]

@@ -1,5 +1,10 @@
 """The default schedule: what an unscheduled stage gets, so that every compute builds and runs.
 
+The default is made by calling the primitives on a quiet stage (one that leaves no step in the
+schedule's trace), so it is a trace too: `default_trace(s[C])` is its steps, `str()` of it the Python
+that applies the same schedule by hand, and `tc.replay` of it gives a schedule that lowers to the same
+loops.
+
 A root stage is tiled on its last two spatial axes and its last reduce axis, the remaining outer
 spatial loops are fused into one grid axis (`program_id.0`), and reductions loop over tiles of any
 length. A stage placed with compute_at but otherwise untouched gets the same tiles on the axes that
@@ -8,7 +13,9 @@ its place does not fix, run as serial loops.
 
 from __future__ import annotations
 
+from tilec.errors import ArgumentError
 from tilec.schedule.schedule import Stage
+from tilec.schedule.trace import Trace
 
 
 def _tile_sizes(n_spatial: int, has_reduce: bool) -> list[int]:
@@ -48,3 +55,15 @@ def default_stage(stage: Stage, fixed=frozenset()) -> Stage:
             st.bind(g, "program_id.0")
     st.warps = stage.warps
     return st
+
+
+def default_trace(stage: Stage, fixed=frozenset()) -> Trace:
+    """The steps of the default schedule of `stage` (`s[C]`) as a `Trace`: what lowering applies to a stage
+    the user never scheduled (axes in `fixed`, those its compute_at place fixes, left alone).
+    `print(default_trace(s[C]))` is the Python that applies it by hand; `tc.replay` of it rebuilds it."""
+    if not isinstance(stage, Stage):
+        raise ArgumentError(f"argument 1, 'stage' to default_trace: expected a stage (s[C]), got "
+                            f"{type(stage).__name__}")
+    t = stage.tensor
+    axes = {stage.name: (tuple(a.name for a in t.axis), tuple(a.name for a in t.reduce_axis))}
+    return Trace(default_stage(stage, fixed).own_steps, axes) if stage.kind == "compute" else Trace()

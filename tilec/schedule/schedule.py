@@ -127,6 +127,7 @@ class Stage:
                  scope=None, readers=(), quiet=False):
         self.sched, self.tensor, self.kind = sched, tensor, kind
         self.quiet = quiet  # a stage made by lowering (a default schedule) leaves no step in the trace
+        self.own_steps: list[Step] = []  # a quiet stage's steps: kept here, not in the schedule's trace
         self.name = name or tensor.name
         self.scope, self.readers = scope, tuple(readers)
         self.leaves: list[IterVar] = list(tensor.axis) + list(tensor.reduce_axis) if kind == "compute" else []
@@ -159,9 +160,9 @@ class Stage:
     def _record(self, primitive: str, *args, results=()) -> None:
         """Append the step of a primitive applied to this stage; axes in `args` are this stage's unless
         given as an AxisRef."""
-        if not self.quiet:
-            args = tuple(AxisRef(self.name, a.name) if isinstance(a, IterVar) else _value(a) for a in args)
-            self.sched._steps.append(Step(primitive, self.name, args, tuple(r.name for r in results)))
+        args = tuple(AxisRef(self.name, a.name) if isinstance(a, IterVar) else _value(a) for a in args)
+        step = Step(primitive, self.name, args, tuple(r.name for r in results))
+        (self.own_steps if self.quiet else self.sched._steps).append(step)
 
     def _require_compute(self, prim: str) -> None:
         if self.kind != "compute":
@@ -244,11 +245,12 @@ class Stage:
         y = self._axis(y, 2, "y", "tile")
         if x is y:
             raise _arg(2, "y", "tile", "an axis other than x", y.name)
-        first = len(self.sched._steps)
+        steps = self.own_steps if self.quiet else self.sched._steps
+        first = len(steps)
         xo, xi = self.split(x, fx)
         yo, yi = self.split(y, fy)
         self.reorder(xo, yo, xi, yi)
-        steps = self.sched._steps  # the trace (and log) has the two splits and the reorder, marked as tile's
+        # the trace (and log) has the two splits and the reorder, marked as tile's
         steps[first:] = [dataclasses.replace(st, within="tile") for st in steps[first:]]
         return xo, yo, xi, yi
 
