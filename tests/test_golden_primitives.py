@@ -186,6 +186,37 @@ def gemm_tiles(s, C):
     return io, jo, ko
 
 
+def swizzle(after):
+    """swizzle(outer, inner, group): like fuse(io, jo) bound to program_id.0, but the programs run
+    in groups of 2 io tiles (rows of C) going down the jo tiles together, so the programs that run at
+    once share rows of A and columns of W in L2 (Triton's GROUP_M order). Before it, the same fused
+    grid in plain row-major order."""
+    A, W, C = gemm()
+    s = tc.create_schedule(C)
+    io, jo, ii, ji = s[C].tile(*C.axis, 16, 16)
+    ko, ki = s[C].split(C.reduce_axis[0], 16)
+    s[C].reorder(io, jo, ko, ii, ji, ki)
+    f = s[C].swizzle(io, jo, group=2) if after else s[C].fuse(io, jo)
+    s[C].bind(f, "program_id.0")
+    return Built(s, [A, W, C], torch_matmul)
+
+
+def persistent(after):
+    """persistent(axis, flatten): min(#SMs, tiles) programs instead of one per tile; each loops over
+    the tiles pid, pid + NUM_PROGS, ... (NUM_PROGS is set at launch from the device's SM count). The
+    body of the kernel moves into that loop unchanged."""
+    A, W, C = gemm()
+    s = tc.create_schedule(C)
+    io, jo, ii, ji = s[C].tile(*C.axis, 16, 16)
+    ko, ki = s[C].split(C.reduce_axis[0], 16)
+    s[C].reorder(io, jo, ko, ii, ji, ki)
+    f = s[C].fuse(io, jo)
+    s[C].bind(f, "program_id.0")
+    if after:
+        s[C].persistent(f, flatten=True)
+    return Built(s, [A, W, C], torch_matmul)
+
+
 def pipeline(after):
     """pipeline(axis, stages): the reduction loop ko gets num_stages=2, so Triton prefetches the
     next iteration's tiles of A and W. Nothing else changes."""
@@ -337,7 +368,7 @@ def interpreter_tanh(after):
     return Built(s, [X, T], torch.tanh, lower={"target": "interpreter" if after else "cuda"})
 
 
-CASES = [split, tile, reorder, fuse, bind, pipeline, num_warps, unroll, compute_at_epilogue,
+CASES = [split, tile, reorder, fuse, bind, swizzle, persistent, pipeline, num_warps, unroll, compute_at_epilogue,
          compute_at_producer, compute_inline, compute_root, cache_read, cache_write, int64_offsets,
          assume_drops_mask, interpreter_bf16_dot, interpreter_tanh]
 

@@ -181,6 +181,7 @@ def test_a_tile_too_large_per_thread_is_a_lowering_error_not_a_compile_of_minute
     i, j = Y.axis
     s[Y].split(i, 256)
     s[Y].split(j, 1024)
+    s[Y].num_warps(4)  # (without num_warps the default is 16 warps here: 512 values per thread)
     with pytest.raises(tc.LoweringError, match=r"262144 elements .*: 2048 values per thread with 4 warps\. "
                                                r"Past 1024 .* or more warps \(num_warps\)"):
         tc.build(s, [X, Y])
@@ -193,6 +194,7 @@ def test_a_tile_too_large_per_thread_is_a_lowering_error_not_a_compile_of_minute
     i, j = B.axis
     s[B].split(i, 256)
     s[B].split(j, 1024)
+    s[B].num_warps(4)
     with pytest.raises(tc.LoweringError, match=r"B works on a tile of 262144 elements"):
         tc.build(s, [v, B])
     A = tc.placeholder((M, K), "float32", name="A")

@@ -13,6 +13,7 @@ import pytest
 
 import tilec as tc
 from tilec.schedule import AxisRef, KnobRef, StageRef, Step, TensorRef, Trace
+from tilec.schedule import trace as trace_mod
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 sys.path.insert(0, str(EXAMPLES))
@@ -297,8 +298,8 @@ def test_replay_arguments():
         tc.replay(["C: split(i, 64)"], [Y])
     with pytest.raises(tc.ArgumentError, match="create_schedule"):
         tc.replay(s.trace, [A])
-    with pytest.raises(tc.ArgumentError, match="unknown primitive 'swizzle'"):
-        Step("swizzle", "C")
+    with pytest.raises(tc.ArgumentError, match="unknown primitive 'rfactor'"):
+        Step("rfactor", "C")
     with pytest.raises(tc.ArgumentError, match="cache_read is applied to the schedule"):
         Step("cache_read", "C")
 
@@ -353,8 +354,9 @@ def test_every_primitive_round_trips():
     io, ii = s[Q].split(Q.axis[0], tc.knob("BR", [16, 32]))
     jo, ji = s[Q].split(Q.axis[1], 64)
     s[Q].reorder(io, jo, ii, ji)
-    g = s[Q].fuse(io, jo)
+    g = s[Q].swizzle(io, jo, group=tc.knob("G", [1, 4]))
     s[Q].bind(g, "program_id.0")
+    s[Q].persistent(g, flatten=tc.flag("FL"))
     s[Q].num_warps(tc.knob("warps", [4, 8]))
     ro, ri = s[R].split(R.axis[0], 16)
     co, ci = s[R].split(c, 64)
@@ -368,14 +370,17 @@ def test_every_primitive_round_trips():
     s.cache_write(R, "local").compute_at(s[R], ro)
     s[P].compute_at(s[Q], g)
     s[P].compute_root()
+    s[P].bind(s[P].fuse(*P.axis), "program_id.0")
     s[P].compute_inline()
     assert {st.primitive for st in s.trace} == {"split", "reorder", "fuse", "bind", "num_warps", "pipeline", "unroll",
                                               "cache_read", "cache_write", "compute_at", "compute_root",
-                                              "compute_inline"}
-    assert s.log[-3:] == ["P: compute_at(Q, io_jo)", "P: compute_root()", "P: compute_inline()"]
-    assert s.trace[-7].stages == s.trace[-6].stages == {"b_shared"}
-    assert s.trace[-5].stages == s.trace[-4].stages == {"R_local"}
-    assert [k.default for k in s.knobs.values()] == [16, 4, 2]
+                                              "compute_inline", "swizzle", "persistent"}
+    assert set(trace_mod.PRIMITIVES) == {st.primitive for st in s.trace}  # every primitive there is
+    assert s.log[-5:] == ["P: compute_at(Q, io_jo)", "P: compute_root()", "P: fuse(i, j) -> i_j",
+                          "P: bind(i_j, 'program_id.0')", "P: compute_inline()"]
+    assert s.trace[-9].stages == s.trace[-8].stages == {"b_shared"}
+    assert s.trace[-7].stages == s.trace[-6].stages == {"R_local"}
+    assert [k.default for k in s.knobs.values()] == [16, 1, 0, 4, 2]
     last = {n: k.choices[-1] for n, k in s.knobs.items()}
     for r in rebuilt(s):
         assert_same(s, r)
@@ -417,7 +422,7 @@ def test_the_default_schedule_is_a_trace(workload):
     assert all(by_hand[name].touched for name in stages)
     assert _body(tc.lower(by_hand).source()) == _body(tc.lower(s).source())
     text = str(traces[0])
-    assert f'.split(' in text and '.bind(' in text and text == str(tc.default_trace(s[stages[0]]))
+    assert '.split(' in text and '.bind(' in text and text == str(tc.default_trace(s[stages[0]]))
 
 
 def test_default_trace_leaves_fixed_axes_alone():

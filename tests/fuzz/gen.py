@@ -751,6 +751,15 @@ class Generator:
         return self.sched_line(f"{self.stage_var(st)}.fuse({self.av(a)}, {self.av(b)})",
                                lambda r: self.name_axes(st, [r]))
 
+    def do_swizzle(self, st, a, b):
+        group = self.rng.choice(["1", "2", "3", "4", "8", self.knob([1, 2, 4, 8])])
+        return self.sched_line(f"{self.stage_var(st)}.swizzle({self.av(a)}, {self.av(b)}, group={group})",
+                               lambda r: self.name_axes(st, [r]))
+
+    def do_persistent(self, st, axis):
+        flatten = self.rng.choice(["False", "True", f"tc.flag({self.rng.choice(KNOB_NAMES)!r})"])
+        self.sched_line(f"{self.stage_var(st)}.persistent({self.av(axis)}, flatten={flatten})")
+
     def do_bind(self, st, axis, d=0):
         self.sched_line(f"{self.stage_var(st)}.bind({self.av(axis)}, 'program_id.{d}')")
 
@@ -794,9 +803,12 @@ class Generator:
         if r < 0.45 and len(outs) == 2:
             pos = st.leaves.index(outs[0]) if outs[0] in st.leaves else -1
             if pos >= 0 and pos + 1 < len(st.leaves) and st.leaves[pos + 1] is outs[1]:
-                g = self.do_fuse(st, outs[0], outs[1])
+                swizzled = rng.random() < 0.4
+                g = (self.do_swizzle if swizzled else self.do_fuse)(st, outs[0], outs[1])
                 if g is not None:
                     self.do_bind(st, g, 0)
+                    if rng.random() < 0.35:
+                        self.do_persistent(st, g)
                     return
         if r < 0.85:
             for d, a in enumerate(outs[:2]):
@@ -859,8 +871,8 @@ class Generator:
         st = rng.choice(stages)
         kind = rng.choices(
             ["split", "tile", "reorder", "fuse", "compute_at", "inline", "root", "bind", "pipeline", "unroll",
-             "num_warps", "cache_read", "cache_write", "cache_at"],
-            weights=[20, 7, 10, 8, 14, 6, 3, 10, 5, 5, 4, 4, 3, 4])[0]
+             "num_warps", "cache_read", "cache_write", "cache_at", "swizzle", "persistent"],
+            weights=[20, 7, 10, 8, 14, 6, 3, 10, 5, 5, 4, 4, 3, 4, 3, 3])[0]
         leaves = list(st.leaves)
         if kind == "split" and leaves:
             self.do_split(st, rng.choice(leaves))
@@ -874,6 +886,13 @@ class Generator:
             n = rng.randrange(len(leaves) - 1)
             a, b = (leaves[n], leaves[n + 1]) if rng.random() < 0.85 else rng.sample(leaves, 2)
             self.do_fuse(st, a, b)
+        elif kind == "swizzle" and len(leaves) >= 2:
+            n = rng.randrange(len(leaves) - 1)
+            a, b = (leaves[n], leaves[n + 1]) if rng.random() < 0.85 else rng.sample(leaves, 2)
+            self.do_swizzle(st, a, b)
+        elif kind == "persistent" and leaves:
+            bound = [a for a in leaves if a in st.binds]
+            self.do_persistent(st, rng.choice(bound) if bound and rng.random() < 0.8 else rng.choice(leaves))
         elif kind == "compute_at":
             others = [o for o in stages if o is not st]
             rel = self.related_stages(st)

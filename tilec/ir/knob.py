@@ -42,6 +42,21 @@ class Knob(Expr):
         return self.knob_name
 
 
+class Flag(Knob):
+    """A tunable on/off switch: `tc.flag("FLATTEN")`, choices 0 (off, the default) and 1 (on). It
+    stands where a primitive takes a bool (`persistent(f, flatten=tc.flag("FLATTEN"))`), never as a
+    factor or count."""
+
+    def __init__(self, name: str):
+        self.knob_name = check_name(name, "flag name")
+        self.choices = (0, 1)
+
+
+def flag(name: str) -> Flag:
+    """Declare a tunable on/off switch (choices 0 and 1), e.g. tl.range's flatten in `persistent`."""
+    return Flag(name)
+
+
 def knob(name: str, choices: Sequence[int]) -> Knob:
     """Declare a tunable value; use it as a split factor, pipeline depth or warp count."""
     return Knob(name, choices)

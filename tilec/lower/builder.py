@@ -50,6 +50,7 @@ from tilec.lower.nest import (
     Param,
     ProgramId,
     Store,
+    TileId,
     Update,
 )
 from tilec.lower.values import AxisVal, Val, ValueEmitter, via_float32
@@ -99,9 +100,9 @@ class KernelBuilder(ValueEmitter):
 
     def __init__(self, program, root: Placed):
         self.p, self.root_placed, self.root, self.config = program, root, root.stage, program.config
-        warps = root.layout.stage.warps if root.layout.stage.warps is not None else self.root.warps
-        self.warps = factor_value(warps, self.config) if warps is not None else 4
+        self.warps = root.layout.warps  # the schedule's num_warps, or the plan's default for its tile
         self.unrolled = 1  # copies of the code being emitted: the product of the enclosing unrolled loops
+        self.persistent = None  # (grid variable, its statement list, its index) of a persistent grid axis
         self.params: dict[str, Param] = {}
         self.names: set[str] = set()
         self.dim_order: list[str] = []
@@ -192,6 +193,8 @@ class KernelBuilder(ValueEmitter):
                 f"{a.name} -> program_id.{st.binds[a]}" for a in lay.grid)))
         for a in lay.grid:
             var = self.fresh(a.name)
+            if lay.persistent and lay.persistent[0] is a:  # build() puts what follows in the tile loop
+                self.persistent = (var, self.stmts, len(self.stmts))
             self.stmts.append(ProgramId(var, st.binds[a]))  # int64 in the int64 form (nest.py)
             leaf_val[a], level_of[a] = Val(Name(var), (), "int32"), -1
         loop_vars = {}
@@ -218,6 +221,10 @@ class KernelBuilder(ValueEmitter):
                 if rel.inner not in lay.kind and _may_overrun(st, rel.inner, self.config):
                     guards[rel.parent].append(self.combine("{} < " + fac, [Val(Paren(i.code), i.dims, "int32")],
                                                            "bool"))
+            elif isinstance(rel, Fuse) and rel.fused in leaf_val and rel.group is not None:
+                leaf_val[rel.outer], leaf_val[rel.inner] = self.grouped(x, rel, leaf_val[rel.fused], out)
+                level_of[rel.outer] = level_of[rel.inner] = level_of[rel.fused]
+                guards[rel.outer] = guards[rel.inner] = list(guards[rel.fused])
             elif isinstance(rel, Fuse) and rel.fused in leaf_val:
                 fv = leaf_val[rel.fused]
                 ext = self.scalar(rel.inner.extent)
@@ -272,6 +279,25 @@ class KernelBuilder(ValueEmitter):
                 f"thread with {self.warps} warp{'s' if self.warps != 1 else ''}. Past {targets.MAX_PER_THREAD} Triton compiles for minutes "
                 f"and the kernel spills its registers to local memory; use smaller split factors, unroll "
                 f"less, or more warps (num_warps)")
+
+    def grouped(self, x: Stage, rel: Fuse, fv: Val, out: list) -> tuple[Val, Val]:
+        """The (outer, inner) pair a swizzled grid axis stands for: programs in groups of `group` outer
+        tiles, each group running down its inner tiles (Triton's GROUP_M order; the last group may be
+        smaller). The fused axis is a grid coordinate (placement checks), so these are scalars."""
+        o, i = rel.outer.name, rel.inner.name
+        n_outer, n_inner = paren(self.scalar(rel.outer.extent)), paren(self.scalar(rel.inner.extent))
+        group = self.scalar(rel.group) if isinstance(rel.group, Knob) else str(rel.group)
+        per_group, first, size = (self.fresh(f"{n}_{o}") for n in ("per_group", "first", "group_size"))
+        fused = Paren(fv.code)
+        out.append(Comment(f"{x.name}.{rel.fused.name}: programs in groups of {group} {o} tiles (swizzle)"))
+        out.append(Assign(per_group, Lit(f"{group} * {n_inner}")))
+        out.append(Assign(first, f("{} // " + per_group + " * " + group, fused)))
+        out.append(Assign(size, Lit(f"tl.minimum({n_outer} - {first}, {group})")))
+        nest = f"{o}, {i} = swizzle({rel.fused.name}, group={factor_value(rel.group, self.config)})"
+        ov, iv = self.fresh(o), self.fresh(i)
+        out.append(Assign(ov, f(first + " + {} % " + per_group + " % " + size, fused)))
+        out.append(Assign(iv, f("{} % " + per_group + " // " + size, fused), nest))
+        return Val(Name(ov), (), "int32"), Val(Name(iv), (), "int32")
 
     def _attached(self, placed: Placed, level: int, which: str, out: list) -> None:
         """Emit what is placed at `placed`'s loop `level`: caches and producers first, consumers after."""
@@ -514,6 +540,22 @@ class KernelBuilder(ValueEmitter):
                              f"{t.name}[{axes}] = {name}  # store, {t.dtype}"))
         self.scopes[-1][t.name] = (val, [env[a].code for a in t.axis])
 
+    def tile_loop(self, lay) -> None:
+        """Persistent: the statements after the grid axis's program id run in a loop over the tiles that
+        program takes (pid, pid + NUM_PROGS, ...); the launch runs min(#SMs, tiles) programs."""
+        var, stmts, n = self.persistent
+        axis, flatten_value = lay.persistent
+        st = lay.stage
+        flatten = st.persistent_axes[axis]  # an int or a knob (a constexpr parameter)
+        flat = self.scalar(flatten) if isinstance(flatten, Knob) else str(bool(flatten))
+        step = self._param("NUM_PROGS", "programs")
+        tile = self.fresh("tile")
+        loop = For(tile, self.scalar(axis.extent), self.text(axis.extent), "persistent", None,
+                   f"{st.name}.{axis.name}: persistent tile loop, {step} programs (min(#SMs, tiles))",
+                   step=step, flatten=flat, flatten_text=str(bool(flatten_value)))
+        loop.body = [TileId(var, tile)] + stmts[n + 1:]
+        stmts[n:] = [loop]
+
     # -- the kernel -----------------------------------------------------------------------------
     def build(self) -> KernelIR:
         body: list = []
@@ -526,7 +568,7 @@ class KernelBuilder(ValueEmitter):
             grid[lay.stage.binds[a]] = a.extent
         ndim = max([lay.stage.binds[a] + 1 for a in lay.grid], default=1)
         grid = grid[:ndim]
-        kinds = {"tensor": 0, "size": 1, "stride": 2, "constexpr": 3}
+        kinds = {"tensor": 0, "size": 1, "programs": 2, "stride": 3, "constexpr": 4}
         size_order = list(sizes_of(self.p.sched.tensors.values()))
         tensor_order = list(self.p.sched.tensors)
 
@@ -535,6 +577,8 @@ class KernelBuilder(ValueEmitter):
                 return size_order.index(p.name)
             return tensor_order.index(p.tensor) if p.tensor in tensor_order else 0
 
+        if self.persistent:
+            self.tile_loop(lay)
         params = sorted(self.params.values(), key=lambda p: (kinds[p.kind], rank(p)))
         mine = set(self.stages) | self.inlined | self.caches_here | {f"{n}_local" for n in self.stages}
         log = [step.text for step in self.p.sched.trace if step.stages & mine]  # the steps about its stages
@@ -546,4 +590,4 @@ class KernelBuilder(ValueEmitter):
         return KernelIR(
             name=f"{self.root.name}_kernel", root=self.root.name, stages=self.stages, params=params,
             grid=grid, grid_text=[self.text(g) for g in grid], body=body, header=header, num_warps=warps,
-            outputs=self.stores, inputs=self.loads)
+            outputs=self.stores, inputs=self.loads, persistent=self.persistent is not None)

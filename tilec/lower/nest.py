@@ -6,11 +6,12 @@ The builder (`tilec.lower.builder`) produces it once per kernel; two renderers r
 - `render_nest(kernel)`: the loop nest `tc.lower` prints, from each statement's `nest` reading
   (None: an index detail the nest does not show).
 
-Statements: `ProgramId` (a grid coordinate), `Assign` (a named value: offsets, masks, temporaries,
+Statements: `ProgramId` (a grid coordinate), `TileId` (the grid coordinate a persistent tile loop is
+at), `Assign` (a named value: offsets, masks, temporaries,
 a stage's rounded value), `Load` / `Store` (a tile from or to memory, with its mask), `AccInit` and
 `Update` (a reduction's accumulator), `Dot` (tl.dot into an accumulator), `TanhExp` (a part of tanh
 that only the interpreter form computes), `Comment`, and `For` (a serial or unrolled loop, with its
-pipelining).
+pipelining, or a persistent program's loop over tiles).
 """
 
 from __future__ import annotations
@@ -34,6 +35,16 @@ class ProgramId:
 
     name: str
     dim: int
+    nest: str | None = None
+
+
+@dataclass(frozen=True)
+class TileId:
+    """`name = loop`: the grid coordinate a persistent program's tile loop is at (int64 in the int64
+    form, as a program id is)."""
+
+    name: str
+    loop: str
     nest: str | None = None
 
 
@@ -110,17 +121,21 @@ class TanhExp:
 
 @dataclass
 class For:
-    """A serial loop over `var` in [0, extent): `tl.range` (pipelined with `stages`) or unrolled.
-    Its body is filled while the builder walks the loop; nothing changes it after."""
+    """A serial loop over `var` in [0, extent): `tl.range` (pipelined with `stages`) or unrolled; or a
+    persistent program's tile loop over [program_id(0), extent) in steps of the program count (`step`),
+    tl.range's `flatten` on. Its body is filled while the builder walks the loop; nothing changes it after."""
 
     var: str
     extent: str          # Triton expression
     extent_text: str     # the same, for people
-    kind: str            # "serial" | "unroll"
+    kind: str            # "serial" | "unroll" | "persistent"
     stages: str | None
     role: str            # e.g. "C.ko: serial reduction loop"
     body: list = field(default_factory=list)
     stages_text: str | None = None  # the pipeline depth under the config, for people
+    step: str | None = None     # persistent: the kernel parameter holding the number of programs
+    flatten: str | None = None  # persistent: tl.range's flatten (True, False, or a constexpr parameter)
+    flatten_text: str | None = None  # the same under the config, for people
 
 
 @dataclass
@@ -146,6 +161,7 @@ class KernelIR:
     num_warps: int
     outputs: list[str]      # tensors this kernel stores
     inputs: list[str]       # tensors it loads
+    persistent: bool = False  # grid[0] is the tile count; min(it, #SMs) programs run them (a tile loop)
 
 
 def _stages_kw(stages: str | None) -> str:
@@ -168,6 +184,8 @@ def statement(node, form: Form = CUDA) -> str | None:
         return f"# {node.text}"
     if isinstance(node, ProgramId):
         return f"{node.name} = tl.program_id({node.dim})" + (".to(tl.int64)" if form.int64 else "")
+    if isinstance(node, TileId):
+        return f"{node.name} = {node.loop}" + (".to(tl.int64)" if form.int64 else "")
     if isinstance(node, Assign):
         return f"{node.name} = {r(node.value)}"
     if isinstance(node, Load):
@@ -223,6 +241,9 @@ def render_triton(kernel: KernelIR, form: Form = CUDA) -> str:
                 lines.append(f"{pad}# {node.role}")
                 if node.kind == "unroll":
                     lines.append(f"{pad}for {node.var} in tl.static_range({node.extent}):")
+                elif node.kind == "persistent":
+                    lines.append(f"{pad}for {node.var} in tl.range(tl.program_id(0), {node.extent}, {node.step}"
+                                 f"{_stages_kw(node.stages)}, flatten={node.flatten}):")
                 else:
                     lines.append(f"{pad}for {node.var} in tl.range(0, {node.extent}{_stages_kw(node.stages)}):")
                 emit(node.body, indent + 1)
@@ -241,16 +262,22 @@ def render_nest(kernel: KernelIR) -> str:
     if kernel.header[1] != "config: none (no knobs)":
         out.append(f"  {kernel.header[1]}")
     dims = ", ".join(kernel.grid_text) or "1"
+    if kernel.persistent:
+        dims = f"min(#SMs, {dims})"
     out.append(f"  grid ({dims})")
 
     def emit(body, indent):
         pad = "  " * indent
         for node in body:
             if isinstance(node, For):
-                how = "unrolled" if node.kind == "unroll" else "serial"
+                how = {"unroll": "unrolled", "persistent": "persistent"}.get(node.kind, "serial")
                 if node.stages:
                     how += f", pipelined stages={node.stages_text or node.stages}"
-                out.append(f"{pad}for {node.var} in [0, {node.extent_text}):  {how}  # {node.role}")
+                span = f"[0, {node.extent_text})"
+                if node.kind == "persistent":
+                    span = f"[program_id.0, {node.extent_text}) step #programs"
+                    how += ", flattened" if node.flatten_text == "True" else ""
+                out.append(f"{pad}for {node.var} in {span}:  {how}  # {node.role}")
                 emit(node.body, indent + 1)
             elif getattr(node, "nest", None):
                 out.append(pad + node.nest)

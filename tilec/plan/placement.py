@@ -18,7 +18,22 @@ from tilec.errors import LoweringError
 from tilec.ir.expr import Const, IterVar, Load, size_text, walk
 from tilec.ir.knob import Knob, factor_value, resolve_config
 from tilec.schedule.defaults import default_stage
-from tilec.schedule.schedule import Schedule, Split, Stage
+from tilec.schedule.schedule import Fuse, Schedule, Split, Stage
+
+# The warps a kernel gets when its schedule sets none: enough that its root stage's tile holds at most this
+# many values per thread. 4 warps up to a 128 x 128 tile, 8 for 128 x 256, 16 for 256 x 256: with 4 warps a
+# 128 x 256 float32 accumulator spills its registers (7x slower on the H200, shared/notes/hopper.md).
+VALUES_PER_THREAD = 128
+DEFAULT_WARPS = (4, 8, 16)
+
+
+def num_warps(stage: Stage, layout: Layout, config: dict) -> int:
+    """The kernel's num_warps: what the schedule set (`num_warps`, a knob resolved in `config`), else the
+    fewest of DEFAULT_WARPS that keep the root stage's spatial tile at VALUES_PER_THREAD values per thread."""
+    if stage.warps is not None:
+        return factor_value(stage.warps, config)
+    numel = layout.spatial_tile_numel
+    return next((w for w in DEFAULT_WARPS if numel <= VALUES_PER_THREAD * 32 * w), DEFAULT_WARPS[-1])
 
 
 def _is_pow2(n: int) -> bool:
@@ -82,6 +97,23 @@ class Layout:
                 raise LoweringError(f"pipeline({stage.name}.{a.name}): {a.name} is a {self.kind[a]} axis; only "
                                     f"serial loops (tl.range) are pipelined")
         self.grid = sorted((a for a in self.leaves if self.kind[a] == "grid"), key=lambda a: stage.binds[a])
+        for rel in stage.relations:
+            if isinstance(rel, Fuse) and rel.group is not None and rel.fused in self.kind \
+                    and self.kind[rel.fused] != "grid":
+                raise LoweringError(f"swizzle({rel.outer.name}, {rel.inner.name}) orders programs, but "
+                                    f"{stage.name}.{rel.fused.name} is a {self.kind[rel.fused]} loop; bind it to "
+                                    f"the grid (bind({rel.fused.name}, 'program_id.0'))")
+        # the persistent grid axis and its flatten (tl.range's), or None
+        self.persistent: tuple[IterVar, int] | None = None
+        for a, flatten in stage.persistent_axes.items():
+            if a not in self.kind:
+                continue
+            others = [b.name for b in self.grid if b is not a]
+            if others or stage.binds.get(a) != 0:
+                raise LoweringError(f"persistent({a.name}): {stage.name}'s tile loop runs its one grid axis on "
+                                    f"program_id.0, but {stage.name} also binds {', '.join(others) or a.name} "
+                                    f"to the grid; fuse (or swizzle) the grid axes into one")
+            self.persistent = (a, factor_value(flatten, config))
         self.loops = [a for a in self.leaves if self.kind[a] in ("serial", "unroll")]
         self.tiles = [a for a in self.leaves if self.kind[a] == "tile"]
         seen_reduce = None
@@ -94,6 +126,16 @@ class Layout:
                     f"accumulator would have to hold every {a.name} iteration. Reorder so that spatial loops "
                     f"come before reduction loops")
         self.first_reduce = next((n for n, a in enumerate(self.loops) if a.kind == "reduce"), len(self.loops))
+        self.warps = num_warps(stage, self, config) if root else None
+
+    @property
+    def spatial_tile_numel(self) -> int:
+        """Elements of the stage's tile over its own spatial axes: its accumulator's size, when it has one."""
+        numel = 1
+        for a in self.tiles:
+            if a.kind != "reduce":
+                numel *= self.tile_extent[a]
+        return numel
 
     def resolve(self, axis: IterVar) -> IterVar | None:
         """The leaf that a place named by `axis` means: itself, or (in a default schedule, which splits

@@ -84,8 +84,7 @@ def resources(model, plan, maps) -> list[Resources]:
     `tilec.plan.Analysis.resources` is the one caller)."""
     out = []
     for root in plan.kernels:
-        warps = root.layout.stage.warps if root.layout.stage.warps is not None else root.stage.warps
-        warps = factor_value(warps, plan.config) if warps is not None else 4
+        warps = root.layout.warps  # the schedule's num_warps, or the plan's default for its tile
         res = Resources(f"{root.name}_kernel", warps, 0, 0)
         regs = 0
         for p in maps._walk(root):

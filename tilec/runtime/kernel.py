@@ -291,9 +291,13 @@ class Kernel:
                                         f"65535 on grid dims 1 and 2; bind the larger axis to program_id.0 "
                                         f"(or fuse the grid axes)")
             static, tensor_params = {"num_warps": k.num_warps}, []
+            if k.persistent:  # grid[0] tiles run by at most one program per SM
+                grid = (min(grid[0], sm_count(device)),) + grid[1:]
             for p in k.params:
                 if p.kind == "tensor":
                     tensor_params.append(p.name)
+                elif p.kind == "programs":
+                    static[p.name] = grid[0]
                 elif p.kind == "stride":
                     static[p.name] = buffers[p.tensor].stride(p.dim)
                 elif p.kind == "size":
@@ -331,6 +335,18 @@ class Kernel:
                 raise ArgumentError(f"out {t.name}: its strides {x.stride()} make elements overlap or leave "
                                     f"gaps; pass a dense tensor (e.g. torch.empty(...) or .contiguous())")
         return out
+
+
+# Programs a persistent kernel runs in Triton's interpreter: few, so that each loops over several tiles.
+INTERPRETER_PROGRAMS = 3
+
+
+def sm_count(device) -> int:
+    """The programs a persistent kernel launches at most: the device's SM count (132 on the H200); in
+    the interpreter, INTERPRETER_PROGRAMS."""
+    if torch.device(device).type != "cuda":
+        return INTERPRETER_PROGRAMS
+    return torch.cuda.get_device_properties(device).multi_processor_count
 
 
 def _too_large(fn, e) -> LoweringError:

@@ -19,7 +19,7 @@ import networkx as nx
 
 from tilec.errors import ArgumentError, IllegalScheduleError, LoweringError
 from tilec.ir.expr import Const, IterVar
-from tilec.ir.knob import Knob
+from tilec.ir.knob import Flag, Knob
 from tilec.ir.tensor import Tensor, stage_graph
 from tilec.schedule.trace import AxisRef, KnobRef, StageRef, Step, TensorRef, Trace
 
@@ -37,9 +37,14 @@ class Split:
 
 @dataclass(frozen=True)
 class Fuse:
+    """fused = outer * extent(inner) + inner. With `group` (made by `swizzle`), the fused axis runs the
+    same (outer, inner) pairs in grouped order instead: `group` consecutive outer values per column of
+    inner (Triton's GROUP_M order); the axis must then be bound to the grid, where order is free."""
+
     outer: IterVar
     inner: IterVar
     fused: IterVar
+    group: int | Knob | None = None
 
 
 # The legality check each primitive runs lives above this package, in tilec.plan (an analysis of the
@@ -104,6 +109,9 @@ def _arg(n: int, name: str, prim: str, expected: str, got) -> ArgumentError:
 
 
 def _factor(value, n: int, name: str, prim: str, knobs: dict) -> int | Knob:
+    if isinstance(value, Flag):
+        raise _arg(n, name, prim, f"a positive int or a tc.knob (tc.flag({value.knob_name!r}) is an on/off "
+                   f"switch, for a primitive's bool)", value)
     if isinstance(value, Knob):
         old = knobs.setdefault(value.knob_name, value)
         if old is not value and old.choices != value.choices:
@@ -117,7 +125,7 @@ def _factor(value, n: int, name: str, prim: str, knobs: dict) -> int | Knob:
 
 def _value(v):
     """A primitive's argument as a trace records it: knobs by name and choices, the rest as it is."""
-    return KnobRef(v.knob_name, v.choices) if isinstance(v, Knob) else v
+    return KnobRef(v.knob_name, v.choices, isinstance(v, Flag)) if isinstance(v, Knob) else v
 
 
 class Stage:
@@ -137,13 +145,15 @@ class Stage:
         self.pipelines: dict[IterVar, int | Knob] = {}
         self.unrolled: set[IterVar] = set()
         self.warps: int | Knob | None = None
+        self.persistent_axes: dict[IterVar, int | Knob] = {}  # grid axis -> flatten (tl.range's), from persistent()
         self.touched = False  # any decision about its loops: if not, lowering gives it the default
         self._names = {a.name for a in self.leaves}
 
     def __repr__(self):
         return f"Stage({self.name})"
 
-    _STATE = ("leaves", "relations", "attach", "binds", "pipelines", "unrolled", "warps", "touched", "_names")
+    _STATE = ("leaves", "relations", "attach", "binds", "pipelines", "unrolled", "warps", "persistent_axes", "touched",
+              "_names")
 
     def _snapshot(self) -> dict:
         return {"stage": {k: copy.copy(getattr(self, k)) for k in self._STATE},
@@ -201,6 +211,12 @@ class Stage:
         if axis in self.unrolled:
             raise ArgumentError(f"{prim}: {self.name}.{axis.name} is unrolled, and {prim} would replace the loop; "
                                 f"{prim} it first, then unroll the loop you want")
+        if axis in self.persistent_axes:
+            raise ArgumentError(f"{prim}: {self.name}.{axis.name} is persistent, and {prim} would replace the loop; "
+                                f"{prim} it first, then make the grid axis you want persistent")
+        if any(isinstance(r, Fuse) and r.group is not None and r.fused is axis for r in self.relations):
+            raise ArgumentError(f"{prim}: {self.name}.{axis.name} is swizzled (a grouped order of programs); "
+                                f"{prim} its axes before swizzle, not after")
 
     def _new_axis(self, name: str, extent, kind: str) -> IterVar:
         base, n = name, 1
@@ -278,27 +294,49 @@ class Stage:
 
         Before and after, as loop nest and Triton: tests/golden/primitives/fuse.txt.
         """
-        self._require_compute("fuse")
-        outer = self._axis(outer, 1, "outer", "fuse")
-        inner = self._axis(inner, 2, "inner", "fuse")
-        self._not_bound(outer, "fuse")
-        self._not_bound(inner, "fuse")
-        self._not_a_scheduled_loop(outer, "fuse")
-        self._not_a_scheduled_loop(inner, "fuse")
+        return self._fuse("fuse", outer, inner)
+
+    @checked
+    def swizzle(self, outer: IterVar, inner: IterVar, group) -> IterVar:
+        """Fuse two adjacent spatial axes into one grid axis whose programs run in grouped order: `group`
+        consecutive `outer` tiles for each `inner` tile, then the next group (Triton's GROUP_M order, for
+        L2 reuse: the programs running at once share rows of A and columns of W). Returns the fused axis;
+        bind it to the grid (`bind(f, "program_id.0")`), where the order of programs is free, so legality
+        is that of the plain fuse. `group` is a positive int or a knob (1 is the plain row-major order).
+
+        Before and after, as loop nest and Triton: tests/golden/primitives/swizzle.txt.
+        """
+        group = _factor(group, 3, "group", "swizzle", self.sched.knobs)
+        return self._fuse("swizzle", outer, inner, group)
+
+    def _fuse(self, prim: str, outer: IterVar, inner: IterVar, group=None) -> IterVar:
+        self._require_compute(prim)
+        outer = self._axis(outer, 1, "outer", prim)
+        inner = self._axis(inner, 2, "inner", prim)
+        self._not_bound(outer, prim)
+        self._not_bound(inner, prim)
+        self._not_a_scheduled_loop(outer, prim)
+        self._not_a_scheduled_loop(inner, prim)
         pos = self.leaves.index(outer)
         if pos + 1 >= len(self.leaves) or self.leaves[pos + 1] is not inner:
             order = ", ".join(a.name for a in self.leaves)
-            raise ArgumentError(f"fuse: {outer.name} and {inner.name} must be adjacent, outer first; the "
+            raise ArgumentError(f"{prim}: {outer.name} and {inner.name} must be adjacent, outer first; the "
                                 f"order of {self.name} is ({order}); reorder them first")
         if outer.kind != inner.kind:
-            raise ArgumentError(f"fuse: {outer.name} is a {outer.kind} axis and {inner.name} a {inner.kind} "
+            raise ArgumentError(f"{prim}: {outer.name} is a {outer.kind} axis and {inner.name} a {inner.kind} "
                                 f"axis; only axes of one kind can be fused")
+        if group is not None and outer.kind == "reduce":
+            raise ArgumentError(f"swizzle: {outer.name} and {inner.name} are reduce axes; swizzle orders "
+                                f"programs, which run spatial axes (swizzle the tile axes of the output)")
         from tilec.ir.expr import mul
         fused = self._new_axis(f"{outer.name}_{inner.name}", mul(outer.extent, inner.extent), outer.kind)
         self.leaves[pos:pos + 2] = [fused]
-        self.relations.append(Fuse(outer, inner, fused))
+        self.relations.append(Fuse(outer, inner, fused, group))
         self.touched = True
-        self._record("fuse", outer, inner, results=(fused,))
+        if group is None:
+            self._record("fuse", outer, inner, results=(fused,))
+        else:
+            self._record("swizzle", outer, inner, group, results=(fused,))
         return fused
 
     # -- placement ----------------------------------------------------------------------------
@@ -422,6 +460,36 @@ class Stage:
             raise _arg(1, "n", "num_warps", "a power of two from 1 to 32", list(choices) if isinstance(n, Knob) else n)
         self.warps = _factor(n, 1, "n", "num_warps", self.sched.knobs)
         self._record("num_warps", self.warps)
+
+    @checked
+    def persistent(self, axis: IterVar, flatten=False) -> None:
+        """Run the grid axis `axis` (bound to program_id.0, the stage's only grid axis) as a persistent
+        loop: min(#SMs, extent) programs, each looping over tiles pid, pid + #programs, ... (Triton's
+        persistent matmul). The SM count is read from the device at launch. `flatten` (a bool, or a
+        `tc.flag` for the tuner to try both) is tl.range's: pipeline the tile loop with the loops inside it as one loop. Tiles are
+        independent (they are programs of the plain grid), so legality is that of the grid.
+
+        Before and after, as loop nest and Triton: tests/golden/primitives/persistent.txt.
+        """
+        self._require_compute("persistent")
+        axis = self._axis(axis, 1, "axis", "persistent")
+        if isinstance(flatten, Flag):
+            old = self.sched.knobs.setdefault(flatten.knob_name, flatten)
+            if not isinstance(old, Flag):
+                raise ArgumentError(f"persistent: {flatten.knob_name!r} is already a knob with choices "
+                                    f"{list(old.choices)}; name the flag otherwise")
+            flatten = old
+        elif isinstance(flatten, bool):
+            flatten = int(flatten)
+        else:
+            raise _arg(2, "flatten", "persistent", "True, False or a tc.flag", flatten)
+        if self.binds.get(axis) != 0:
+            where = f"bound to program_id.{self.binds[axis]}" if axis in self.binds else "not bound to the grid"
+            raise ArgumentError(f"persistent: {self.name}.{axis.name} is {where}; bind it to program_id.0 first "
+                                f"(fuse the grid axes into one: the tile loop runs one grid axis)")
+        self.persistent_axes = {axis: flatten}
+        self.touched = True
+        self._record("persistent", axis, flatten if isinstance(flatten, Knob) else bool(flatten))
 
     @checked
     def unroll(self, axis: IterVar) -> None:

@@ -45,10 +45,11 @@ class TensorRef(NamedTuple):
 
 
 class KnobRef(NamedTuple):
-    """A knob, by name and choices: `tc.knob(name, choices)`."""
+    """A knob, by name and choices: `tc.knob(name, choices)`; with `flag`, `tc.flag(name)`."""
 
     name: str
     choices: tuple[int, ...]
+    flag: bool = False
 
 
 # primitive -> (applied to a stage: True, or to the schedule: False; keyword names of positional arguments)
@@ -56,6 +57,7 @@ PRIMITIVES: dict[str, tuple[bool, dict[int, str]]] = {
     "split": (True, {}), "reorder": (True, {}), "fuse": (True, {}), "compute_at": (True, {}),
     "compute_inline": (True, {}), "compute_root": (True, {}), "bind": (True, {}),
     "pipeline": (True, {1: "stages"}), "num_warps": (True, {}), "unroll": (True, {}),
+    "swizzle": (True, {2: "group"}), "persistent": (True, {1: "flatten"}),
     "cache_read": (False, {2: "readers"}), "cache_write": (False, {}),
 }
 CACHES = ("cache_read", "cache_write")  # the primitives that create a stage (its name: the step's result)
@@ -297,10 +299,13 @@ class _Writer:
         if isinstance(a, TensorRef):
             return f"s.tensors[{_quote(a.name)}]"
         if isinstance(a, KnobRef):
-            key = ("knob", a.name, a.choices)
+            key = ("knob", a.name, a.choices, a.flag)
             if key not in self.var:
                 v = self.var[key] = self.fresh(a.name)
-                self.lines.append(f"{v} = tc.knob({_quote(a.name)}, {list(a.choices)!r})")
+                if a.flag:
+                    self.lines.append(f"{v} = tc.flag({_quote(a.name)})")
+                else:
+                    self.lines.append(f"{v} = tc.knob({_quote(a.name)}, {list(a.choices)!r})")
             return self.var[key]
         if isinstance(a, tuple):
             return f"[{', '.join(self.value(x) for x in a)}]"
@@ -400,7 +405,7 @@ def _find_axis(sched, ref: AxisRef, where: str):
 
 
 def _resolve(sched, a, where: str, knobs: dict):
-    from tilec.ir.knob import Knob
+    from tilec.ir.knob import Flag, Knob
     if isinstance(a, AxisRef):
         return _find_axis(sched, a, where)
     if isinstance(a, StageRef):
@@ -411,9 +416,9 @@ def _resolve(sched, a, where: str, knobs: dict):
                                 f"{', '.join(sched.tensors)})")
         return sched.tensors[a.name]
     if isinstance(a, KnobRef):
-        key = (a.name, tuple(a.choices))
+        key = (a.name, tuple(a.choices), a.flag)
         if key not in knobs:
-            knobs[key] = Knob(a.name, a.choices)
+            knobs[key] = Flag(a.name) if a.flag else Knob(a.name, a.choices)
         return knobs[key]
     if isinstance(a, tuple):
         return [_resolve(sched, x, where, knobs) for x in a]

@@ -79,7 +79,7 @@ def estimate(sched, config: dict, shape: dict, analysis: Analysis | None = None)
     # second-order terms, so that configs equal in traffic still rank: deeper pipelines hide more
     # memory latency; too few warps for a tile's accumulator spill registers
     stages = min((factor_value(v, config) for st in sched.stages.values() for v in st.pipelines.values()), default=1)
-    warps = [factor_value(st.warps, config) for st in sched.stages.values() if st.warps is not None] or [4]
+    warps = [r.layout.warps for r in plan.kernels] or [4]
     acc = max((res.registers_per_thread for res in resources), default=0)
     latency = 1 + 0.15 / max(stages, 1)
     pressure = 1 + 0.002 * max(0, acc - 128) + 0.02 * (max(warps) == 8 and acc < 64)
