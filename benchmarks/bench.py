@@ -177,10 +177,12 @@ def _anchor(path, sets, ref, silu):
 
 
 def persistent_configs(quick):
+    """examples/persistent_gemm.py's configs: 128 x 256 (8 warps by default) and 128 x 192 (sub-tiles
+    128 + 64) tiles, with and without tensor descriptors (TMA) and flatten."""
     out = []
-    for bm, bn, bk, st, g, fl in [(128, 256, 64, 3, 8, 1), (128, 256, 64, 3, 8, 0), (128, 128, 64, 4, 8, 0),
-                                  (128, 128, 64, 4, 8, 1), (64, 256, 64, 4, 8, 0), (128, 256, 64, 3, 1, 0)]:
-        out.append({"BM": bm, "BN": bn, "BK": bk, "stages": st, "GROUP_M": g, "FLATTEN": fl})
+    for bm, bn, st, fl, tma in [(128, 256, 3, 0, 1), (128, 256, 3, 1, 1), (128, 192, 5, 0, 1), (128, 192, 4, 0, 1),
+                                (128, 256, 3, 0, 0), (128, 192, 4, 0, 0), (128, 128, 4, 0, 1)]:
+        out.append({"BM": bm, "BN": bn, "BK": 64, "stages": st, "GROUP_M": 8, "FLATTEN": fl, "TMA": tma})
     return out[:2] if quick else out
 
 

@@ -1,8 +1,9 @@
 """GEMM + SiLU the Hopper way: Y = silu(A @ W) in bfloat16, with the output tiles in grouped order
 (`swizzle`, GROUP_M rows of tiles at a time, for L2 reuse) run by persistent programs (`persistent`:
 one program per SM, each looping over tiles; `flatten` lets Triton pipeline the tile loop with the
-loop over K). `num_warps` is left to tilec's default, which follows the accumulator's size (8 warps for
-128 x 256).
+loop over K), the A and W tiles read through tensor descriptors when the TMA flag is on. A 192-wide
+tile (a BN choice) lowers as 128 + 64 sub-tiles sharing the A tile. `num_warps` is left to tilec's
+default, which follows the accumulator's size (8 warps for 128 x 256).
 
 `make(epilogue=False)` is the plain GEMM (C = A @ W) with the same schedule; benchmarks/bench.py times
 both beside cuBLAS. Run: `python examples/persistent_gemm.py` (with TRITON_INTERPRET=1 on a CPU).
@@ -28,15 +29,16 @@ def make(epilogue=True):
     s = tc.create_schedule(Y if epilogue else C)
     i, j = C.axis
     io, ii = s[C].split(i, tc.knob("BM", [64, 128]))
-    jo, ji = s[C].split(j, tc.knob("BN", [64, 128, 256]))
+    jo, ji = s[C].split(j, tc.knob("BN", [64, 128, 256, 192]))
     ko, ki = s[C].split(k, tc.knob("BK", [32, 64]))
     s[C].reorder(io, jo, ko, ii, ji, ki)
     tiles = s[C].swizzle(io, jo, group=tc.knob("GROUP_M", [8, 1, 4]))
     s[C].bind(tiles, "program_id.0")
     s[C].persistent(tiles, flatten=tc.flag("FLATTEN"))
-    s.cache_read(A, "shared", readers=[C]).compute_at(s[C], ko)
-    s.cache_read(W, "shared", readers=[C]).compute_at(s[C], ko)
-    s[C].pipeline(ko, stages=tc.knob("stages", [3, 4, 2]))
+    tma = tc.flag("TMA")  # tensor-descriptor loads of the A and W tiles, or pointer loads
+    s.cache_read(A, "shared", readers=[C], tma=tma).compute_at(s[C], ko)
+    s.cache_read(W, "shared", readers=[C], tma=tma).compute_at(s[C], ko)
+    s[C].pipeline(ko, stages=tc.knob("stages", [3, 4, 5, 2]))
     if epilogue:
         s[Y].compute_at(s[C], tiles)
         return s, [A, W, Y]

@@ -67,7 +67,7 @@ def test_int64_indexing_path(monkeypatch):
     monkeypatch.setattr(kernel_mod, "_INT32_LIMIT", 100)
     x, y = torch.randn(30, 40), torch.randn(30, 40)
     assert torch.equal(k(x, y), x * 2 + y)
-    assert True in k._programs and "tl.program_id(0).to(tl.int64)" in k._programs[True].source()
+    assert (True, False) in k._programs and "tl.program_id(0).to(tl.int64)" in k._programs[True, False].source()
 
 
 def test_empty_tensor_launches_nothing():

@@ -703,7 +703,7 @@ class Generator:
         if r < 0.55:
             return str(rng.choice([1, 2, 4, 4, 8, 8, 16, 16, 32, 64]))
         if r < 0.68:
-            return str(rng.choice([3, 5, 6, 12, 48]))
+            return str(rng.choice([3, 5, 6, 12, 48, 80, 96, 192]))
         if r < 0.76:
             return str(rng.choice([128, 256, extent_hint + 1, 1024]))
         return self.knob([1, 2, 4, 8, 16, 32, 64, 3, 128])
@@ -843,7 +843,8 @@ class Generator:
             return
         t = self.rng.choice(srcs)
         scope = self.rng.choice(["shared", "shared", "local"])
-        cache = self.sched_line(f"s.cache_read({t.name}, {scope!r}, readers=[{self.stage_var(st)}])",
+        tma = self.rng.choice(["", "", ", tma=True", f", tma=tc.flag({self.rng.choice(KNOB_NAMES)!r})"])
+        cache = self.sched_line(f"s.cache_read({t.name}, {scope!r}, readers=[{self.stage_var(st)}]{tma})",
                                 lambda r: r.name)
         if cache is not None and self.rng.random() < 0.85:
             inner = self.inner_axes(st)

@@ -39,7 +39,7 @@ from tilec.ir.expr import (
 from tilec.ir.knob import Knob, factor_value
 from tilec.ir.tensor import sizes_of
 from tilec.lower import targets
-from tilec.lower.code import Lit, LoopIndex, Name, Paren, Tensor0d, f, paren
+from tilec.lower.code import Ex, Lit, LoopIndex, Name, Paren, Tensor0d, f, paren
 from tilec.lower.nest import (
     AccInit,
     Assign,
@@ -98,8 +98,10 @@ class KernelBuilder(ValueEmitter):
     """Builds the loop-nest IR of the kernel whose root stage is `root`: its loops, stages and statements
     here, its values in `ValueEmitter` (tilec/lower/values.py)."""
 
-    def __init__(self, program, root: Placed):
+    def __init__(self, program, root: Placed, piece=None):
         self.p, self.root_placed, self.root, self.config = program, root, root.stage, program.config
+        self.piece = piece  # (tile axis, start, length): build only this piece of a sub-tiled tile
+        self.full_extent: dict[str, str] = {}  # a sub-tiled dim's whole extent, for the size checks
         self.warps = root.layout.warps  # the schedule's num_warps, or the plan's default for its tile
         self.unrolled = 1  # copies of the code being emitted: the product of the enclosing unrolled loops
         self.persistent = None  # (grid variable, its statement list, its index) of a persistent grid axis
@@ -206,14 +208,25 @@ class KernelBuilder(ValueEmitter):
             self.dim_order.append(dim)
             factor = next(r.factor for r in st.relations if isinstance(r, Split) and r.inner is a)
             self.dim_extent[dim] = self.scalar(factor) if isinstance(factor, Knob) else str(lay.tile_extent[a])
-            leaf_val[a], level_of[a] = Val(Lit(f"tl.arange(0, {self.dim_extent[dim]})"), (dim,), "int32"), -1
+            arange = f"tl.arange(0, {self.dim_extent[dim]})"
+            if self.piece is not None and self.piece[0] is a:  # one power-of-two piece of the tile
+                _, start, length = self.piece
+                self.full_extent[dim], self.dim_extent[dim] = str(lay.tile_extent[a]), str(length)
+                arange = f"({start} + tl.arange(0, {length}))" if start else f"tl.arange(0, {length})"
+            leaf_val[a], level_of[a] = Val(Lit(arange), (dim,), "int32"), -1
         # guards[a]: conditions on intermediate axes inside a's value that may overrun without a's own
         # value overrunning (the inner axis of a split, split again by a factor that does not divide it)
         guards: dict[IterVar, list[Val]] = defaultdict(list)
+        block: dict[IterVar, Ex] = {}  # axis -> the start of its block, where it is outer * f + a tile's arange
         for rel in reversed(st.relations):
             if isinstance(rel, Split) and rel.outer in leaf_val and rel.inner in leaf_val:
                 o, i = leaf_val[rel.outer], leaf_val[rel.inner]
                 fac = self.scalar(rel.factor) if isinstance(rel.factor, Knob) else str(rel.factor)
+                if rel.inner in lay.tiles and not o.dims:
+                    start = f("{} * " + fac, Paren(o.code))
+                    if self.piece is not None and self.piece[0] is rel.inner and self.piece[1]:
+                        start = f("{} + " + str(self.piece[1]), start)
+                    block[rel.parent] = start
                 leaf_val[rel.parent] = self.combine("{} * " + fac + " + {}", [Val(Paren(o.code), o.dims, "int32"), i],
                                                     "int32")
                 level_of[rel.parent] = max(level_of[rel.outer], level_of[rel.inner])
@@ -252,7 +265,8 @@ class KernelBuilder(ValueEmitter):
                     m = self.combine(" & ".join(["({})" if len(conds) > 1 else "{}"] * len(conds)), conds, "bool",
                                      order=v.dims)
                     stmts.append(Assign(mask, m.code))
-                env[axis] = AxisVal(Name(name), v.dims, level_of[axis], Name(mask) if mask else None)
+                env[axis] = AxisVal(Name(name), v.dims, level_of[axis], Name(mask) if mask else None,
+                                    block.get(axis) if not guards[axis] else None)
 
         define(defs[-1], out)
         self._attached(placed, -1, "producer", out)
@@ -265,7 +279,7 @@ class KernelBuilder(ValueEmitter):
         an accumulator, a reduction's operand, a stage's value; tl.dot's (m, n, k) product never is)."""
         numel = 1
         for d in dims:
-            ext = self.dim_extent[d]
+            ext = self.full_extent.get(d, self.dim_extent[d])
             numel *= int(ext) if ext.isdigit() else self.config[ext]
         shape = " x ".join(f"{d}={self.dim_extent[d]}" for d in self._order(dims))
         if numel > targets.MAX_TILE_NUMEL:
@@ -330,7 +344,8 @@ class KernelBuilder(ValueEmitter):
                         f"{c.name} is placed where the tile of {node!r} is not yet known: its index "
                         f"{', '.join(late or missing)} changes in a loop inside that place; place {c.name} at "
                         f"that loop instead")
-                self.scopes[-1][key] = self.emit_load(node, reader, f"{c.tensor.name.lower()}_tile")
+                self.scopes[-1][key] = self.emit_load(node, reader, f"{c.tensor.name.lower()}_tile",
+                                                      tma=bool(factor_value(c.tma, self.config)))
         self.stmts = saved
 
     def emit_loops(self, placed, loop_vars, defs, define, n, out) -> None:
@@ -568,7 +583,7 @@ class KernelBuilder(ValueEmitter):
             grid[lay.stage.binds[a]] = a.extent
         ndim = max([lay.stage.binds[a] + 1 for a in lay.grid], default=1)
         grid = grid[:ndim]
-        kinds = {"tensor": 0, "size": 1, "programs": 2, "stride": 3, "constexpr": 4}
+        kinds = {"tensor": 0, "descriptor": 1, "size": 2, "programs": 3, "stride": 4, "constexpr": 5}
         size_order = list(sizes_of(self.p.sched.tensors.values()))
         tensor_order = list(self.p.sched.tensors)
 

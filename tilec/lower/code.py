@@ -21,10 +21,12 @@ from tilec.lower import targets
 
 @dataclass(frozen=True)
 class Form:
-    """How a kernel is rendered: for which target, with which index width."""
+    """How a kernel is rendered: for which target, with which index width, and whether the loads a
+    schedule asked to go through tensor descriptors (`cache_read(..., tma=True)`) do (else: pointers)."""
 
     target: str = "cuda"
     int64: bool = False
+    descriptors: bool = True
 
 
 CUDA = Form()

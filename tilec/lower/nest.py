@@ -59,12 +59,16 @@ class Assign:
 
 @dataclass(frozen=True)
 class Load:
-    """`name = tl.load(address, mask=mask, other=0)`: a tile of a tensor in memory."""
+    """`name = tl.load(address, mask=mask, other=0)`: a tile of a tensor in memory. With `desc` (a
+    descriptor parameter's name) and `starts` (the tile's first index per dimension), the descriptor
+    form reads it as `name = desc.load([starts])` instead: the same tile, 0 outside the tensor."""
 
     name: str
     address: Ex
     mask: Ex | None
     nest: str | None = None
+    desc: str | None = None
+    starts: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -141,9 +145,10 @@ class For:
 @dataclass
 class Param:
     name: str
-    kind: str            # "tensor" | "stride" | "size" | "constexpr"
+    kind: str            # "tensor" | "size" | "programs" | "stride" | "constexpr" | "descriptor"
     tensor: str | None = None
     dim: int | None = None
+    block: tuple[str, ...] = ()  # a descriptor's block shape: ints or knob names, per tensor dimension
 
 
 @dataclass
@@ -162,6 +167,11 @@ class KernelIR:
     outputs: list[str]      # tensors this kernel stores
     inputs: list[str]       # tensors it loads
     persistent: bool = False  # grid[0] is the tile count; min(it, #SMs) programs run them (a tile loop)
+
+    @property
+    def descriptors(self) -> list[Param]:
+        """The tensor-descriptor parameters (the descriptor form passes them; the pointer form does not)."""
+        return [p for p in self.params if p.kind == "descriptor"]
 
 
 def _stages_kw(stages: str | None) -> str:
@@ -189,6 +199,8 @@ def statement(node, form: Form = CUDA) -> str | None:
     if isinstance(node, Assign):
         return f"{node.name} = {r(node.value)}"
     if isinstance(node, Load):
+        if node.desc is not None and form.descriptors:
+            return f"{node.name} = {node.desc}.load([{', '.join(r(s) for s in node.starts)}])"
         mask = f", mask={r(node.mask)}, other=0" if node.mask is not None else ""
         return f"{node.name} = tl.load({r(node.address)}{mask})"
     if isinstance(node, Store):
@@ -229,7 +241,8 @@ def render_triton(kernel: KernelIR, form: Form = CUDA) -> str:
     """The kernel as Triton source: header comment, signature, body with a comment per loop."""
     lines = [f"# {h}" if h else "#" for h in kernel.header]
     lines += ["@triton.jit"]
-    sig = [p.name + (": tl.constexpr" if p.kind == "constexpr" else "") for p in kernel.params]
+    sig = [p.name + (": tl.constexpr" if p.kind == "constexpr" else "") for p in kernel.params
+           if p.kind != "descriptor" or form.descriptors]
     lines.append(f"def {kernel.name}(")
     lines += [f"    {s}," for s in sig]
     lines.append("):")

@@ -8,6 +8,7 @@ import copy
 
 from tilec.errors import LoweringError
 from tilec.ir.knob import resolve_config
+from tilec.lower import subtiles
 from tilec.lower.builder import KernelBuilder
 from tilec.lower.code import Form
 from tilec.lower.nest import KernelIR, render_nest, render_triton, uses_libdevice
@@ -22,9 +23,9 @@ class Program:
     """A lowered schedule: kernels (loop-nest IR) in launch order and the buffers between them."""
 
     def __init__(self, sched: Schedule, config=None, *, target: str = "cuda", int64: bool = False,
-                 outputs=None, specialize=None):
+                 outputs=None, specialize=None, descriptors: bool = True):
         self.sched = sched
-        self.form = _form(target, int64)
+        self.form = _form(target, int64, descriptors)
         # the passes: analysis (plan, isl facts) -> legality -> masks -> loop-nest IR, once
         self.analysis: Analysis = check_schedule(sched, resolve_config(sched.knobs, config), outputs=outputs,
                                                  specialize=_check_specialize(sched, specialize))
@@ -32,8 +33,17 @@ class Program:
         self.plan = self.analysis.plan
         self.masks = self.analysis.masks  # decided by isl here, before any code is written
         self.stored, self.buffers = self.plan.stored, self.plan.buffers
-        self.kernels: list[KernelIR] = [KernelBuilder(self, root).build() for root in self.plan.kernels]
+        self.kernels: list[KernelIR] = [self._kernel(root) for root in self.plan.kernels]
         self._source = None
+
+    def _kernel(self, root) -> KernelIR:
+        """The loop-nest IR of one kernel; a sub-tiled tile is built piece by piece and merged (subtiles.py)."""
+        if root.layout.subtiled is None:
+            return KernelBuilder(self, root).build()
+        axis, extent = root.layout.subtiled
+        builds = [KernelBuilder(self, root, piece=(axis, start, length)).build()
+                  for start, length in subtiles.pieces(extent)]
+        return subtiles.merge(builds, axis.name, extent)
 
     @property
     def target(self) -> str:
@@ -43,12 +53,19 @@ class Program:
     def int64(self) -> bool:
         return self.form.int64
 
-    def with_form(self, target: str | None = None, int64: bool | None = None) -> Program:
+    def with_form(self, target: str | None = None, int64: bool | None = None,
+                  descriptors: bool | None = None) -> Program:
         """This program rendered in another form (the same kernels: nothing is lowered again)."""
         other = copy.copy(self)
-        other.form = _form(target or self.target, self.int64 if int64 is None else int64)
+        other.form = _form(target or self.target, self.int64 if int64 is None else int64,
+                           self.form.descriptors if descriptors is None else descriptors)
         other._source = None
         return other
+
+    @property
+    def descriptors(self) -> list:
+        """(kernel, parameter) of every tensor descriptor the kernels read through (cache_read tma=True)."""
+        return [(k, p) for k in self.kernels for p in k.descriptors]
 
     @property
     def uses_libdevice(self) -> bool:
@@ -70,10 +87,10 @@ class Program:
         return "\n".join(parts)
 
 
-def _form(target: str, int64: bool) -> Form:
+def _form(target: str, int64: bool, descriptors: bool = True) -> Form:
     if target not in TARGETS:
         raise LoweringError(f"target must be one of {TARGETS}, got {target!r}")
-    return Form(target, bool(int64))
+    return Form(target, bool(int64), bool(descriptors))
 
 
 def _check_specialize(sched: Schedule, specialize) -> dict[str, int]:

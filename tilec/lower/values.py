@@ -52,12 +52,15 @@ class Val:
 
 @dataclass
 class AxisVal:
-    """An original axis inside a kernel: its offsets variable, dims, the loop depth defining it, mask."""
+    """An original axis inside a kernel: its offsets variable, dims, the loop depth defining it, mask.
+    `block`: where the axis is one tile dim's block (start + tl.arange(0, n), masked only at the
+    tensor's edge), that start: a descriptor load can read it (`desc.load([start, ...])`)."""
 
     code: Ex
     dims: tuple[str, ...]
     level: int
     mask: Ex | None
+    block: Ex | None = None
 
 
 def _is_name(code: Ex) -> bool:
@@ -300,7 +303,7 @@ class ValueEmitter:
         loads[key] = v
         return v
 
-    def emit_load(self, ld: Load, st: Stage, hint: str) -> Val:
+    def emit_load(self, ld: Load, st: Stage, hint: str, tma: bool = False) -> Val:
         t = ld.tensor
         if self.p.plan.kernel_of.get(t.name) == self.root.name:
             raise LoweringError(
@@ -328,9 +331,30 @@ class ValueEmitter:
         if masks:
             mask = self.combine(" & ".join(["{}"] * len(masks)), masks, "bool", order=addr.dims).code
         name = self.fresh(hint)
-        self.stmts.append(LoadTile(name, addr.code, mask, f"{hint} = {ld!r}"))
+        desc, starts = self.descriptor(ld, st, addr) if tma else (None, ())
+        nest = f"{hint} = {ld!r}" + ("  (tensor descriptor)" if desc else "")
+        self.stmts.append(LoadTile(name, addr.code, mask, nest, desc, starts))
         self.zero_outside[name] = {m.code for m in masks}  # where the load gives 0 (other=0)
         return Val(Name(name), addr.dims, t.dtype)
+
+    def descriptor(self, ld: Load, st: Stage, addr: Val) -> tuple[str | None, tuple]:
+        """The descriptor parameter and block starts for a tile of `ld`, or (None, ()) where a descriptor
+        cannot read it: fewer than 2 dims, an index that is not an axis running over exactly its
+        dimension as one block of a tile dim, masked only at the edge, or dims out of the tensor's order."""
+        t, env = ld.tensor, self.env[st.name]
+        if t.ndim < 2 or len(addr.dims) != t.ndim:
+            return None, ()
+        starts = []
+        for d, idx in enumerate(ld.indices):
+            if not (isinstance(idx, IterVar) and idx in env and size_text(idx.extent) == size_text(t.shape[d])):
+                return None, ()
+            v = env[idx]
+            if v.block is None or len(v.dims) != 1 or v.dims[0] != addr.dims[d]:
+                return None, ()
+            starts.append(v.block)
+        block = tuple(self.dim_extent[d] for d in addr.dims)
+        name = self._param(f"{t.name}_desc_{'x'.join(block)}", "descriptor", tensor=t.name, block=block)
+        return name, tuple(starts)
 
     def address(self, ptr: str, t, idx_vals: list[Val]) -> Val:
         """`T + offs_i[:, None] * stride_T_0 + ...`, its dims in the tensor's index order (the memory

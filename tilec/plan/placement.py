@@ -68,6 +68,7 @@ class Layout:
             raise LoweringError(f"{stage.name}.num_warps(...) has no effect: {stage.name} is computed inside another "
                                 f"stage's kernel, whose root stage sets the warps; call num_warps on the root")
         inner_of = {rel.inner: rel for rel in stage.relations if isinstance(rel, Split)}
+        self.subtiled: tuple[IterVar, int] | None = None  # a tile lowered as power-of-two pieces (subtiles.py)
         self.kind: dict[IterVar, str] = {}
         self.tile_extent: dict[IterVar, int] = {}
         for a in self.leaves:
@@ -86,10 +87,17 @@ class Layout:
                 f = factor_value(inner_of[a].factor, config)
                 if not _is_pow2(f):
                     lo = 1 << (f.bit_length() - 1)
-                    raise LoweringError(
-                        f"{stage.name}.{a.name} is a tile of extent {f} (from split({inner_of[a].parent.name}, "
-                        f"{inner_of[a].factor!r})), but Triton tiles (tl.arange) need a power of two: use {lo} or "
-                        f"{lo * 2}; masks cover a size the tile does not divide")
+                    why = ("sub-tiles need a spatial axis of the kernel's root stage" if f % 16 == 0 else
+                           "a multiple of 16 is lowered as power-of-two sub-tiles on a spatial axis of a "
+                           "kernel's root stage")
+                    if f % 16 or not root or a.kind != "spatial" or self.subtiled is not None:
+                        if self.subtiled is not None and f % 16 == 0 and root and a.kind == "spatial":
+                            why = f"sub-tiles go on one axis of a stage, and {self.subtiled[0].name} has them"
+                        raise LoweringError(
+                            f"{stage.name}.{a.name} is a tile of extent {f} (from split({inner_of[a].parent.name}, "
+                            f"{inner_of[a].factor!r})), but Triton tiles (tl.arange) need a power of two and {why}: "
+                            f"use {lo} or {lo * 2}; masks cover a size the tile does not divide")
+                    self.subtiled = (a, f)
                 self.tile_extent[a] = f
             else:
                 self.kind[a] = "serial"

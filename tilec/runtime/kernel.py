@@ -77,7 +77,7 @@ class Kernel:
         self._config_arg = config
         self.specialize = specialize  # checked (and made a dict of plain ints) by the first Program
         self.target = triton_compat.target()
-        self._programs: dict[bool, Program] = {}
+        self._programs: dict[tuple[bool, bool], Program] = {}
         self._calls: dict[tuple, tuple] = {}  # tensor shapes/strides/dtypes -> prepared launches
         self._in_names = [t.name for t in self.inputs]
         self._out_names = [t.name for t in self.outputs]
@@ -95,14 +95,17 @@ class Kernel:
             raise ArgumentError(f"build: size {', '.join(unbound)} appears in no input's shape as a plain "
                                 f"dimension, so it cannot be read from the tensors at call time")
 
-    def _program(self, int64: bool) -> Program:
-        if int64 not in self._programs:
-            if int64:  # the int64 form renders the same kernels with int64 indices: nothing is lowered again
-                self._programs[True] = self._program(False).with_form(int64=True)
-            else:
-                self._programs[False] = Program(self.sched, self._config_arg, target=self.target,
-                                                outputs=self.outputs, specialize=self.specialize)
-        return self._programs[int64]
+    def _program(self, int64: bool, descriptors: bool = True) -> Program:
+        """The program in the form a call needs: int64 indices past 2**31 (then pointer loads), tensor
+        descriptors where the schedule asked for them and the tensors allow (else pointer loads)."""
+        form = (int64, descriptors and not int64)
+        if form not in self._programs:
+            if form == (False, True):
+                self._programs[form] = Program(self.sched, self._config_arg, target=self.target,
+                                               outputs=self.outputs, specialize=self.specialize)
+            else:  # another rendering of the same kernels: nothing is lowered again
+                self._programs[form] = self._program(False).with_form(int64=int64, descriptors=form[1])
+        return self._programs[form]
 
     @property
     def source(self) -> str:
@@ -177,11 +180,13 @@ class Kernel:
                         for x in (*tensors, *(outs_given or ())))
         except (RuntimeError, NotImplementedError):  # a tensor without strides (sparse): _prepare refuses it
             key = None
-        call = self._calls.get(key)
+        # tensor descriptors need 16-byte aligned tensors, which the key does not say: checked every call
+        descriptors = bool(self.program.descriptors) and key is not None and self._aligned(tensors)
+        call = self._calls.get((key, descriptors))
         if call is None:  # first call with these shapes: check everything, then remember the launches
-            call = self._prepare(tensors, outs_given)
+            call = self._prepare(tensors, outs_given, descriptors)
             if len(self._calls) < 256 and key is not None:
-                self._calls[key] = call
+                self._calls[key, descriptors] = call
         device, out_shapes, buffer_shapes, launches, extents = call
         # what the key does not hold is checked on every call: autograd, and where out= points
         if torch.is_grad_enabled():
@@ -195,9 +200,10 @@ class Kernel:
         buffers = dict(zip(self._in_names, tensors)) | dict(zip(self._out_names, outs))
         for name, shape, dt in buffer_shapes:
             buffers[name] = torch.empty(shape, dtype=dt, device=device)
-        for fn, grid, static, tensor_params in launches:
+        for fn, grid, static, tensor_params, descs in launches:
+            made = {p: triton_compat.tensor_descriptor().from_tensor(buffers[t], block) for p, t, block in descs}
             try:
-                fn[grid](**static, **{p: buffers[p] for p in tensor_params})
+                fn[grid](**static, **{p: buffers[p] for p in tensor_params}, **made)
             except triton_compat.out_of_resources() as e:
                 raise _too_large(fn, e) from e
         return outs[0] if n_out == 1 else tuple(outs)
@@ -261,8 +267,16 @@ class Kernel:
                     raise ArgumentError(f"{t.name}: tc.{op} over {a.name} has no elements to reduce with {got}, "
                                         f"and the {op} of nothing is undefined (torch raises too); call with {fix}")
 
-    def _prepare(self, tensors, outs_given):
-        """Check the tensors, bind the sizes, pick the index width, and precompute every launch."""
+    def _aligned(self, tensors) -> bool:
+        """Whether the inputs that descriptors read start at 16-byte aligned addresses (TMA's rule; strides
+        and shapes are checked once per shape, in _prepare)."""
+        read = {p.tensor for _, p in self.program.descriptors}
+        return all(x.data_ptr() % 16 == 0 for t, x in zip(self.inputs, tensors)
+                   if t.name in read and isinstance(x, torch.Tensor))
+
+    def _prepare(self, tensors, outs_given, descriptors: bool = False):
+        """Check the tensors, bind the sizes, pick the index width and the load form (descriptors where
+        every tensor a descriptor reads meets TMA's rules, else pointers), and precompute every launch."""
         env = self._bind(tensors)
         self._check_extents(env)
         device = tensors[0].device if tensors else torch.device("cuda" if self.target == "cuda" else "cpu")
@@ -270,6 +284,10 @@ class Kernel:
         buffers = {t.name: x for t, x in zip(self.inputs, tensors)} | {t.name: x for t, x in zip(self.outputs, outs)}
         big = any(x.numel() > _INT32_LIMIT or _max_offset(x) > _INT32_LIMIT for x in buffers.values())
         prog = self._program(big)
+        descriptors = descriptors and not big and all(
+            _descriptor_fits(buffers[p.tensor], _block(p, prog.config)) for _, p in prog.descriptors
+            if p.tensor in buffers)
+        prog = self._program(big, descriptors)
         buffer_shapes = []
         for name in prog.buffers:
             t = self.sched.tensors[name]
@@ -277,7 +295,7 @@ class Kernel:
             buffer_shapes.append((name, shape, getattr(torch, t.dtype)))
             buffers[name] = torch.empty(shape, dtype=getattr(torch, t.dtype), device=device)
         if not big and any(_max_offset(x) > _INT32_LIMIT for x in buffers.values()):
-            prog = self._program(True)
+            prog = self._program(True, False)
         mod = load_module(prog.source())
         values = env | prog.config
         launches = []
@@ -290,7 +308,7 @@ class Kernel:
                     raise LoweringError(f"{k.name}: program_id.{d} would need {g} programs, but Triton allows "
                                         f"65535 on grid dims 1 and 2; bind the larger axis to program_id.0 "
                                         f"(or fuse the grid axes)")
-            static, tensor_params = {"num_warps": k.num_warps}, []
+            static, tensor_params, descs = {"num_warps": k.num_warps}, [], []
             if k.persistent:  # grid[0] tiles run by at most one program per SM
                 grid = (min(grid[0], sm_count(device)),) + grid[1:]
             for p in k.params:
@@ -298,6 +316,9 @@ class Kernel:
                     tensor_params.append(p.name)
                 elif p.kind == "programs":
                     static[p.name] = grid[0]
+                elif p.kind == "descriptor":
+                    if prog.form.descriptors:  # made per call: a descriptor holds the tensor's address
+                        descs.append((p.name, p.tensor, _block(p, prog.config)))
                 elif p.kind == "stride":
                     static[p.name] = buffers[p.tensor].stride(p.dim)
                 elif p.kind == "size":
@@ -308,7 +329,7 @@ class Kernel:
                 # No mul+add -> fma contraction: each float32 operation rounds as in the unfused
                 # program (and in eager PyTorch), which keeps fused kernels bit-compatible.
                 static["enable_fp_fusion"] = False
-            launches.append((getattr(mod, k.name), grid, static, tensor_params))
+            launches.append((getattr(mod, k.name), grid, static, tensor_params, descs))
         out_shapes = [(list(x.shape), x.dtype) for x in outs]
         extents = tuple(_extent(x) for x in (*tensors, *outs))
         return device, out_shapes, buffer_shapes, launches, extents
@@ -358,6 +379,19 @@ def _too_large(fn, e) -> LoweringError:
     name = getattr(fn, "__name__", None) or getattr(getattr(fn, "fn", None), "__name__", "the kernel")
     return LoweringError(f"{name}: the compiled kernel needs more {what} than one program may use{amount}; "
                          f"use smaller split factors (tiles), fewer pipeline stages, or num_warps that fit")
+
+
+def _block(p, config) -> list[int]:
+    """A descriptor parameter's block shape under the config (its texts are ints or knob names)."""
+    return [int(b) if b.isdigit() else int(config[b]) for b in p.block]
+
+
+def _descriptor_fits(x: torch.Tensor, block: list[int]) -> bool:
+    """TMA's rules for a tensor and block (Triton's TensorDescriptor, the CUDA tensor-map API): 2 to 5
+    dims, a contiguous last dim, other strides and the block's last dim multiples of 16 bytes."""
+    size = x.element_size()
+    return (2 <= x.dim() <= 5 and x.stride(-1) == 1 and all(st * size % 16 == 0 for st in x.stride()[:-1])
+            and block[-1] * size % 16 == 0 and x.numel() > 0)
 
 
 def _dense(x: torch.Tensor) -> bool:

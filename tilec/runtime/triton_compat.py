@@ -43,6 +43,16 @@ def triton():
 
 
 @functools.cache
+def tensor_descriptor():
+    """Triton's host-side tensor descriptor class (`TensorDescriptor.from_tensor(t, block_shape)`: a TMA
+    descriptor on Hopper; the interpreter reads it too)."""
+    triton()
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    return TensorDescriptor
+
+
+@functools.cache
 def out_of_resources() -> type[BaseException]:
     """Triton's error for a compiled kernel that needs more shared memory (or registers) than the device
     has; raised at the first launch."""

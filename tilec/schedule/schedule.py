@@ -145,6 +145,7 @@ class Stage:
         self.pipelines: dict[IterVar, int | Knob] = {}
         self.unrolled: set[IterVar] = set()
         self.warps: int | Knob | None = None
+        self.tma: int | Knob = 0  # a cache_read's loads through tensor descriptors (1, or a tc.flag)
         self.persistent_axes: dict[IterVar, int | Knob] = {}  # grid axis -> flatten (tl.range's), from persistent()
         self.touched = False  # any decision about its loops: if not, lowering gives it the default
         self._names = {a.name for a in self.leaves}
@@ -561,10 +562,17 @@ class Schedule:
             return "consumer"
         return None
 
-    def cache_read(self, tensor: Tensor, scope: str, readers: Sequence) -> Stage:
+    def cache_read(self, tensor: Tensor, scope: str, readers: Sequence, tma=False) -> Stage:
         """Stage the tiles of `tensor` that `readers` read; place it with `.compute_at(reader, axis)`.
 
-        Before and after, as loop nest and Triton: tests/golden/primitives/cache_read.txt.
+        `tma=True` (or a `tc.flag`) loads the tiles through tensor descriptors (Hopper's TMA unit:
+        `desc.load([row, col])`, out-of-bounds elements read as 0) where a tile is a block of the tensor
+        in its own dimension order bounded only by the tensor's edges; other tiles, and calls whose
+        tensors do not meet TMA's alignment (a contiguous last dimension, 16-byte aligned base and
+        strides), use pointer loads.
+
+        Before and after, as loop nest and Triton: tests/golden/primitives/cache_read.txt and
+        tests/golden/primitives/cache_read_tma.txt.
         """
         if not isinstance(tensor, Tensor) or self.tensors.get(tensor.name) is not tensor:
             raise _arg(1, "tensor", "cache_read", "a tensor of this schedule", tensor)
@@ -586,10 +594,21 @@ class Schedule:
         name = f"{tensor.name}_{scope}"
         while any(c.name == name for c in self.caches):
             name += "_"
+        if isinstance(tma, Flag):
+            old = self.knobs.setdefault(tma.knob_name, tma)
+            if not isinstance(old, Flag):
+                raise ArgumentError(f"cache_read: {tma.knob_name!r} is already a knob with choices "
+                                    f"{list(old.choices)}; name the flag otherwise")
+            tma = old
+        elif not isinstance(tma, bool):
+            raise _arg(4, "tma", "cache_read", "True, False or a tc.flag", tma)
         stage = Stage(self, tensor, "cache_read", name=name, scope=scope, readers=stages)
+        stage.tma = tma if isinstance(tma, Flag) else int(tma)
         self.caches.append(stage)
-        self._steps.append(Step("cache_read", None, (TensorRef(tensor.name), SCOPES[SCOPES.index(scope)],
-                                                     tuple(StageRef(st.name) for st in stages)), (name,)))
+        args = (TensorRef(tensor.name), SCOPES[SCOPES.index(scope)], tuple(StageRef(st.name) for st in stages))
+        if tma is not False:  # recorded only when asked: the log (and study names) of other schedules stay
+            args += (_value(tma),)
+        self._steps.append(Step("cache_read", None, args, (name,)))
         return stage
 
     def cache_write(self, tensor: Tensor, scope: str) -> Stage:

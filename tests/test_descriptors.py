@@ -1,0 +1,138 @@
+"""Tensor-descriptor (TMA) loads (the Hopper GEMM issue): `cache_read(..., tma=True)` reads a cached tile as
+`desc.load([row, col])` where the tile is a block of the tensor bounded only by its edges; a call whose
+tensors TMA cannot read (unaligned, strided last dim, int64 sizes) runs the pointer form of the same
+kernels. Every case runs against torch (the interpreter on a CPU) on sizes no tile divides, size-1 dims
+and NaN/Inf inputs.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import tilec as tc
+import tilec.runtime.kernel as kernel_mod
+from tilec.lower.program import Program
+
+sys.path.insert(0, str(Path(__file__).parent))
+import computes  # noqa: E402
+
+SIZES = [(37, 45, 29), (1, 1, 1), (16, 32, 16), (70, 9, 40)]
+
+
+def gemm_silu_tma(tma=True, bn=16, bias=False):
+    A, W, C, Y = computes.gemm_silu()
+    s = tc.create_schedule(Y)
+    io, jo, ii, ji = s[C].tile(*C.axis, 16, bn)
+    ko, ki = s[C].split(C.reduce_axis[0], 16)
+    s[C].reorder(io, jo, ko, ii, ji, ki)
+    s[C].bind(s[C].swizzle(io, jo, 2), "program_id.0")
+    s.cache_read(A, "shared", readers=[C], tma=tma).compute_at(s[C], ko)
+    s.cache_read(W, "shared", readers=[C], tma=tma).compute_at(s[C], ko)
+    s[Y].compute_at(s[C], s[C].leaves[0])
+    return s, (A, W, C, Y)
+
+
+def _used_descriptors(kern) -> list[bool]:
+    """For each remembered call form: whether its launches pass tensor descriptors."""
+    return [any(launch[4] for launch in call[3]) for call in kern._calls.values()]
+
+
+def _run(kern, a, w):
+    out = torch.full((a.shape[0], w.shape[1]), float("nan"))
+    kern(a, w, out=out)
+    torch.testing.assert_close(out, torch.nn.functional.silu(a @ w), rtol=1e-4, atol=1e-4, equal_nan=True)
+
+
+@pytest.mark.parametrize("sizes", SIZES)
+def test_descriptor_loads_match_torch(sizes):
+    s, (A, W, C, Y) = gemm_silu_tma()
+    kern = tc.build(s, [A, W, Y])
+    M, N, K = sizes
+    a, w = torch.randn(M, K), torch.randn(K, N)
+    _run(kern, a, w)
+    a[0, -1], w[-1, 0] = float("nan"), float("inf")
+    _run(kern, a, w)
+    assert _used_descriptors(kern) == [K * 4 % 16 == 0 and N * 4 % 16 == 0]  # TMA's 16-byte row strides
+
+
+def test_the_source_reads_through_descriptors():
+    s, _ = gemm_silu_tma()
+    src = Program(s).source()
+    assert "a_tile = A_desc_16x16.load([io * 16, ko * 16])" in src
+    assert "w_tile = W_desc_16x16.load([ko * 16, jo * 16])" in src
+    pointer = Program(s, descriptors=False).source()
+    assert "_desc" not in pointer and pointer.count("tl.load(") == 2
+    assert "(tensor descriptor)" in str(tc.lower(s))
+
+
+def test_unaligned_or_strided_tensors_take_the_pointer_form():
+    s, (A, W, C, Y) = gemm_silu_tma()
+    kern = tc.build(s, [A, W, Y])
+    a, w = torch.randn(37, 32), torch.randn(32, 48)
+    _run(kern, a, w)  # aligned: descriptors
+    base = torch.randn(37 * 32 + 1)
+    _run(kern, base[1:].view(37, 32), w)  # 4 bytes off 16-byte alignment: pointers
+    _run(kern, torch.randn(32, 37).t(), w)  # a strided last dim: pointers
+    _run(kern, a, w)
+    assert _used_descriptors(kern) == [True, False, False]  # the aligned call's launches are kept
+
+
+def test_sub_tiles_get_a_descriptor_per_block_shape():
+    s, (A, W, C, Y) = gemm_silu_tma(bn=48)
+    src = Program(s).source()
+    assert "W_desc_16x32.load([ko * 16, jo * 48])" in src and "W_desc_16x16.load([ko * 16, jo * 48 + 32])" in src
+    kern = tc.build(s, [A, W, Y])
+    for M, N, K in [(37, 100, 32), (5, 48, 16)]:
+        _run(kern, torch.randn(M, K), torch.randn(K, N))
+
+
+def test_a_tile_that_is_not_a_block_keeps_its_pointer_load():
+    """The per-row scale b is 1-D (TMA needs 2 to 5 dims); X[i, N - 1 - j] is not a block of X."""
+    M, N = tc.size_vars("M N")
+    X = tc.placeholder((M, N), "float32", name="X")
+    b = tc.placeholder((M,), "float32", name="b")
+    S = tc.compute((M, N), lambda i, j: X[i, N - 1 - j] * b[i], name="S")
+    s = tc.create_schedule(S)
+    io, jo, ii, ji = s[S].tile(*S.axis, 16, 32)
+    s[S].bind(io, "program_id.0")
+    s.cache_read(b, "shared", readers=[S], tma=True).compute_at(s[S], io)
+    s.cache_read(X, "shared", readers=[S], tma=True).compute_at(s[S], jo)
+    src = Program(s).source()
+    assert "_desc" not in src and src.count("tl.load(") == 2
+    x, bb = torch.randn(20, 70), torch.randn(20)
+    torch.testing.assert_close(tc.build(s, [X, b, S])(x, bb), x.flip(1) * bb[:, None])
+
+
+def test_the_int64_form_reads_through_pointers(monkeypatch):
+    monkeypatch.setattr(kernel_mod, "_INT32_LIMIT", 100)  # tensors past 100 elements take int64
+    s, (A, W, C, Y) = gemm_silu_tma()
+    kern = tc.build(s, [A, W, Y])
+    _run(kern, torch.randn(37, 32), torch.randn(32, 48))
+    assert list(kern._programs) == [(False, True), (True, False)]
+    assert "_desc" not in kern._program(True).source()
+
+
+def test_tma_in_the_trace_and_as_a_flag():
+    s, (A, W, C, Y) = gemm_silu_tma(tma=tc.flag("TMA"))
+    assert "cache_read(A, 'shared', readers=[C], tma=TMA) -> A_shared" in s.log
+    assert 'TMA = tc.flag("TMA")' in str(s.trace)
+    again = tc.replay(s.trace, [Y])
+    assert again.fingerprint() == s.fingerprint()
+    assert "_desc" in Program(s, {"TMA": 1}).source() and "_desc" not in Program(s, {"TMA": 0}).source()
+    s0, _ = gemm_silu_tma(tma=False)
+    assert "cache_read(A, 'shared', readers=[C]) -> A_shared" in s0.log  # the log of untouched schedules
+
+
+def test_tma_argument_is_checked():
+    A, W, C = computes.gemm()
+    s = tc.create_schedule(C)
+    with pytest.raises(tc.ArgumentError, match=r"argument 4, 'tma' to cache_read: expected True, False or a "
+                                               r"tc.flag, got 'yes'"):
+        s.cache_read(A, "shared", readers=[C], tma="yes")
+    s[C].split(C.axis[0], tc.knob("TMA", [16, 32]))
+    with pytest.raises(tc.ArgumentError, match=r"'TMA' is already a knob"):
+        s.cache_read(A, "shared", readers=[C], tma=tc.flag("TMA"))

@@ -1,0 +1,157 @@
+"""Tiles of any multiple of 16 (the Hopper GEMM issue): a 192-wide tile lowers as power-of-two sub-tiles
+(128 + 64), one accumulator and one dot each, sharing the loads that do not depend on the tile
+(tilec/lower/subtiles.py).
+
+Each schedule is built and run (the interpreter on a CPU) against torch on sizes no tile divides,
+size-1 dims and NaN/Inf inputs, with NaN-filled outputs so that an unwritten piece is seen.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import tilec as tc
+from tilec.lower import subtiles
+from tilec.lower.code import Lit, Name
+from tilec.lower.nest import AccInit, Assign, KernelIR, Update
+from tilec.lower.program import Program
+
+sys.path.insert(0, str(Path(__file__).parent))
+import computes  # noqa: E402
+
+SIZES = [(50, 70, 33), (1, 1, 1), (16, 300, 16), (200, 5, 40)]
+
+
+def test_pieces_are_the_binary_digits_of_the_extent():
+    assert subtiles.pieces(192) == [(0, 128), (128, 64)]
+    assert subtiles.pieces(112) == [(0, 64), (64, 32), (96, 16)]
+    assert subtiles.pieces(48) == [(0, 32), (32, 16)]
+    assert subtiles.pieces(64) == [(0, 64)]
+
+
+def gemm_silu(bm, bn, bk=16, *, assume=None):
+    A, W, C, Y = computes.gemm_silu()
+    s = tc.create_schedule(Y)
+    i, j = C.axis
+    io, ii = s[C].split(i, bm)
+    jo, ji = s[C].split(j, bn)
+    ko, ki = s[C].split(C.reduce_axis[0], bk)
+    s[C].reorder(io, jo, ko, ii, ji, ki)
+    s[C].bind(s[C].swizzle(io, jo, 2), "program_id.0")
+    s.cache_read(A, "shared", readers=[C]).compute_at(s[C], ko)
+    s.cache_read(W, "shared", readers=[C]).compute_at(s[C], ko)
+    s[Y].compute_at(s[C], s[C].leaves[0])
+    return s, (A, W, C, Y)
+
+
+def _check(s, args, sizes, config=None, special=False):
+    A, W, _, Y = args
+    M, N, K = sizes
+    a, w = torch.randn(M, K), torch.randn(K, N)
+    if special:
+        a[-1, 0], w[0, -1] = float("nan"), float("-inf")
+    out = torch.full((M, N), float("nan"))
+    tc.build(s, [A, W, Y], config=config)(a, w, out=out)
+    torch.testing.assert_close(out, torch.nn.functional.silu(a @ w), rtol=1e-4, atol=1e-4, equal_nan=True)
+
+
+@pytest.mark.parametrize("sizes", SIZES)
+@pytest.mark.parametrize("bm, bn", [(16, 48), (16, 192), (48, 16), (16, 112), (32, 80)])
+def test_subtiled_gemm_matches_torch(bm, bn, sizes):
+    s, args = gemm_silu(bm, bn)
+    _check(s, args, sizes)
+    _check(s, args, sizes, special=True)
+
+
+def test_one_a_tile_feeds_a_dot_per_piece():
+    s, _ = gemm_silu(16, 192)
+    src = Program(s).source()
+    body = src.split("for ko in", 1)[1]
+    assert body.count("a_tile = tl.load(") == 1 and body.count("w_tile") and body.count("tl.dot(") == 2
+    assert "acc_C = tl.full([16, 128], 0, tl.float32)" in src and "acc_C_1 = tl.full([16, 64], 0, tl.float32)" in src
+    assert "offs_j_1 = jo * 192 + (128 + tl.arange(0, 64))" in src
+    assert src.count("tl.store(") == 2 and "# sub-tiles: ji (192 wide) as 128 + 64" in src
+    nest = str(tc.lower(s))
+    assert "[ji 0:128]" in nest and "[ji 128:192]" in nest
+
+
+def test_a_knob_choice_may_be_a_multiple_of_16():
+    A, W, C, Y = computes.gemm_silu()
+    s, args = gemm_silu(16, tc.knob("BN", [64, 192, 48]))
+    for bn in (64, 192, 48):
+        _check(s, args, (37, 200, 29), config={"BN": bn})
+    assert "sub-tiles" not in Program(s, {"BN": 64}).source()
+
+
+def test_the_int64_and_interpreter_forms_of_sub_tiles():
+    s, args = gemm_silu(16, 48)
+    prog = Program(s, int64=True)
+    assert "offs_j_1 = jo * 48 + (32 + tl.arange(0, 16))" in prog.source()
+    assert prog.with_form("interpreter").source().count("tl.dot(") == 2
+
+
+def test_an_elementwise_root_with_a_sub_tiled_axis():
+    M, N = tc.size_vars("M N")
+    X = tc.placeholder((M, N), "float32", name="X")
+    Z = tc.compute((M, N), lambda i, j: tc.exp(X[i, j]) * 2.0, name="Z")
+    s = tc.create_schedule(Z)
+    io, jo, ii, ji = s[Z].tile(*Z.axis, 80, 16)
+    s[Z].bind(s[Z].fuse(io, jo), "program_id.0")
+    x = torch.randn(170, 33)
+    out = torch.full((170, 33), float("nan"))
+    tc.build(s, [X, Z])(x, out=out)
+    torch.testing.assert_close(out, torch.exp(x) * 2.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# refused, with what would be right
+
+
+def test_a_tile_that_is_no_multiple_of_16_is_refused():
+    s, _ = gemm_silu(16, 24)
+    with pytest.raises(tc.LoweringError, match=r"C.ji is a tile of extent 24 .* need a power of two and a multiple "
+                                               r"of 16 is lowered as power-of-two sub-tiles .*: use 16 or 32"):
+        tc.lower(s)
+
+
+def test_sub_tiles_on_two_axes_or_a_reduce_axis_are_refused():
+    s, _ = gemm_silu(48, 48)
+    with pytest.raises(tc.LoweringError, match=r"C.ji is a tile of extent 48 .* sub-tiles go on one axis of a stage, "
+                                               r"and ii has them: use 32 or 64"):
+        tc.lower(s)
+    s, _ = gemm_silu(16, 16, bk=48)
+    with pytest.raises(tc.LoweringError, match=r"C.ki is a tile of extent 48 .* sub-tiles need a spatial axis of the "
+                                               r"kernel's root stage: use 32 or 64"):
+        tc.lower(s)
+
+
+def test_sub_tiles_outside_the_root_stage_are_refused():
+    """A row max computed inside its consumer's kernel, its reduce axis tiled by 48."""
+    X, (c, c2), mx, den, Y = computes.softmax()
+    s = tc.create_schedule(Y)
+    ro, co, ri, ci = s[Y].tile(*Y.axis, 16, 64)
+    s[Y].reorder(ro, ri, co, ci)
+    s[Y].bind(ro, "program_id.0")
+    s[mx].compute_at(s[Y], ro)
+    s[den].compute_at(s[Y], ro)
+    s[mx].split(c, 48)
+    with pytest.raises(tc.LoweringError, match=r"mx.ci is a tile of extent 48 .* sub-tiles need a spatial axis of "
+                                               r"the kernel's root stage: use 32 or 64"):
+        tc.lower(s)
+
+
+def test_a_value_that_combines_the_pieces_is_refused_by_the_merge():
+    """A statement of the second piece that updates a name both pieces share (a reduction over the
+    sub-tiled axis) cannot be split into pieces: the merge refuses it instead of keeping one piece."""
+    def kernel(piece):
+        body = [AccInit("acc", "[16]", "0", "float32"),
+                Assign("x", Lit(f"tl.arange(0, {piece})")),
+                Update("acc", Name("x"))]
+        return KernelIR("K_kernel", "K", ["K"], [], [], [], body, ["h", "config: none (no knobs)", "schedule:"],
+                        4, [], [])
+    with pytest.raises(tc.LoweringError, match=r"acc combines the pieces \(a reduction over the sub-tiled axis"):
+        subtiles.merge([kernel(32), kernel(16)], "ji", 48)

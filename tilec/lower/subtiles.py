@@ -1,0 +1,202 @@
+"""Sub-tiles: a tile whose extent is a multiple of 16 but not a power of two (Triton's tensors need
+powers of two) is lowered as power-of-two pieces, e.g. a 192-wide tile as 128 + 64.
+
+The kernel is built once per piece (`KernelBuilder(..., piece=(axis, start, length))`: the tile's
+`tl.arange` covers that piece only), and the builds are merged statement by statement (`merge`). The
+builds have the same loops and statements in the same order; where a statement is the same in every
+build (the A tile of a GEMM, the offsets along other axes, the loops), the kernel has it once; where
+it differs (the W tile, the accumulator, the dot, the epilogue and the store of each piece), it has
+one copy per piece, each piece's names renamed (`acc_C`, `acc_C_1`). This is how cuBLAS's 192 x 128
+tile shapes reach Triton: one A load feeds two dots.
+
+A value that combines the pieces (a reduction over the sub-tiled axis in the same kernel) cannot be
+split this way; `merge` refuses it, and any statement that still names another piece's value, with a
+`LoweringError`, never a kernel that mixes pieces.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from tilec.errors import LoweringError
+from tilec.lower.code import Ex, Fmt, Name, Paren, Tanh, Tensor0d
+from tilec.lower.nest import (
+    AccInit,
+    Assign,
+    Comment,
+    Dot,
+    For,
+    KernelIR,
+    Load,
+    ProgramId,
+    TanhExp,
+    TileId,
+    Update,
+    statement,
+)
+
+
+def pieces(extent: int) -> list[tuple[int, int]]:
+    """(start, length) of the power-of-two pieces of a tile of `extent`, largest first: 192 -> (0, 128),
+    (128, 64); 112 -> (0, 64), (64, 32), (96, 16)."""
+    out, start = [], 0
+    for bit in reversed(range(extent.bit_length())):
+        if extent >> bit & 1:
+            out.append((start, 1 << bit))
+            start += 1 << bit
+    return out
+
+
+# -- names a statement defines and reads ------------------------------------------------------
+
+def _target(node) -> str | None:
+    if isinstance(node, (ProgramId, TileId, Assign, Load, AccInit, TanhExp)):
+        return node.name
+    if isinstance(node, (Update, Dot)):
+        return node.acc
+    return None
+
+
+def _retarget(node, name: str):
+    field = "acc" if isinstance(node, (Update, Dot)) else "name"
+    return dataclasses.replace(node, **{field: name})
+
+
+def _sub_ex(e, ren: dict):
+    if e is None or not ren:
+        return e
+    if isinstance(e, Name):
+        return Name(ren.get(e.id, e.id))
+    if isinstance(e, Fmt):
+        return Fmt(e.template, tuple(_sub_ex(a, ren) for a in e.args))
+    if isinstance(e, Paren):
+        return Paren(_sub_ex(e.x, ren))
+    if isinstance(e, Tensor0d):
+        return Tensor0d(_sub_ex(e.x, ren))
+    if isinstance(e, Tanh):
+        return Tanh(_sub_ex(e.x, ren), ren.get(e.e, e.e))
+    return e  # Lit and LoopIndex: text and loop variables, which no piece renames
+
+
+def _substitute(node, ren: dict):
+    """`node` with the names in `ren` replaced: what it reads, and what it writes."""
+    if not ren:
+        return node
+    changes = {}
+    for f in dataclasses.fields(node):
+        v = getattr(node, f.name)
+        if isinstance(v, Ex):
+            changes[f.name] = _sub_ex(v, ren)
+        elif isinstance(v, tuple) and v and all(isinstance(x, Ex) for x in v):  # a descriptor load's starts
+            changes[f.name] = tuple(_sub_ex(x, ren) for x in v)
+        elif f.name in ("name", "acc", "loop") and isinstance(v, str) and v in ren:
+            changes[f.name] = ren[v]
+    return dataclasses.replace(node, **changes) if changes else node
+
+
+def _mark(node, label: str):
+    return dataclasses.replace(node, nest=f"{node.nest}  [{label}]") if getattr(node, "nest", None) else node
+
+
+# -- the merge ---------------------------------------------------------------------------------
+
+class _Merge:
+    def __init__(self, kernels: list[KernelIR], labels: list[str]):
+        self.kernels, self.labels = kernels, labels
+        self.renames: list[dict[str, str]] = [{} for _ in kernels]
+        self.used: set[str] = set()
+        for k in kernels:
+            self._collect(k.body)
+        self.defined: set[str] = set()
+
+    def _collect(self, body) -> None:
+        for node in body:
+            if isinstance(node, For):
+                self.used.add(node.var)
+                self._collect(node.body)
+            elif _target(node) is not None:
+                self.used.add(_target(node))
+
+    def fresh(self, name: str, n: int) -> str:
+        new, extra = f"{name}_{n}", 1
+        while new in self.used:
+            new, extra = f"{name}_{n}_{extra}", extra + 1
+        self.used.add(new)
+        return new
+
+    def fail(self, why: str) -> LoweringError:
+        return LoweringError(f"{self.kernels[0].name}: cannot lower the sub-tiles ({', '.join(self.labels)}): {why}")
+
+    def body(self, bodies: list[list]) -> list:
+        if len({len(b) for b in bodies}) != 1:
+            raise self.fail("the pieces lower to different loop nests (an internal error; please report it)")
+        out = []
+        for nodes in zip(*bodies):
+            first = nodes[0]
+            if isinstance(first, For):
+                head = [(n.var, n.extent, n.kind, n.stages, n.step, n.flatten) if isinstance(n, For) else None
+                        for n in nodes]
+                if len(set(head)) != 1:
+                    raise self.fail("the pieces lower to different loops (an internal error; please report it)")
+                loop = dataclasses.replace(first, body=self.body([n.body for n in nodes]))
+                out.append(loop)
+                continue
+            if not all(type(n) is type(first) for n in nodes):
+                raise self.fail("the pieces lower to different statements (an internal error; please report it)")
+            before = set(self.defined)
+            variants = [first] + [_substitute(n, self.renames[k]) for k, n in enumerate(nodes[1:], 1)]
+            own = [k for k in range(1, len(nodes)) if variants[k] != first]
+            if not own:
+                out.append(first)
+            else:
+                out.append(_mark(first, self.labels[0]))
+                t0 = _target(first)
+                for k in own:
+                    node = variants[k]
+                    t = _target(node)
+                    if t is not None and t == t0:
+                        if t in before:
+                            raise self.fail(
+                                f"{t} combines the pieces (a reduction over the sub-tiled axis in this kernel); "
+                                f"use a power-of-two tile there, or compute that stage in its own kernel")
+                        self.renames[k][t] = self.fresh(t, k)
+                        node = _retarget(node, self.renames[k][t])
+                    self._check_no_other_piece(node, k)
+                    out.append(_mark(node, self.labels[k]))
+                    if _target(node) is not None:
+                        self.defined.add(_target(node))
+            if t0 := _target(first):
+                self.defined.add(t0)
+        return out
+
+    def _check_no_other_piece(self, node, k: int) -> None:
+        """A statement of piece k must not read a name that piece k renamed (a name written into an
+        operator's text, which the substitution cannot see): that would mix two pieces' values."""
+        if isinstance(node, Comment):
+            return
+        text = statement(node) or ""
+        for old in self.renames[k]:
+            if re.search(rf"(?<![\w.]){re.escape(old)}(?!\w)", text):
+                raise self.fail(f"a statement of the piece {self.labels[k]} still reads {old} of the first piece "
+                                f"({text!r}; an internal error; please report it)")
+
+
+def merge(kernels: list[KernelIR], axis: str, extent: int) -> KernelIR:
+    """One kernel from its builds per piece of the `extent`-wide tile of `axis` (same loops, same order)."""
+    parts = pieces(extent)
+    labels = [f"{axis} {start}:{start + length}" for start, length in parts]
+    m = _Merge(kernels, labels)
+    body = m.body([k.body for k in kernels])
+    header = list(kernels[0].header)
+    header.insert(2, f"sub-tiles: {axis} ({extent} wide) as {' + '.join(str(n) for _, n in parts)}")
+    params = {}
+    for k in kernels:  # each piece's parameters (a descriptor per block shape: one per piece)
+        for p in k.params:
+            params.setdefault(p.name, p)
+    order = {p.name: n for n, p in enumerate(kernels[0].params)}
+    kinds = [p.kind for p in kernels[0].params]
+    merged = sorted(params.values(), key=lambda p: (kinds.index(p.kind) if p.kind in kinds else -1,
+                                                    order.get(p.name, len(order))))
+    return dataclasses.replace(kernels[0], body=body, header=header, params=merged)
+
