@@ -178,7 +178,8 @@ def test_oracle_flags_a_wrong_result():
     assert report.ok, report
     kernel = tc.build(s, [X, b, Y])
     ins = oracle.make_inputs(kernel.inputs, {"M": 5, "N": 7}, {}, 3)
-    y = kernel(*[ins[t.name][0] for t in kernel.inputs])
+    device = "cuda" if kernel.target == "cuda" else "cpu"  # compiled on the GPU host
+    y = kernel(*[ins[t.name][0].to(device) for t in kernel.inputs]).cpu()
     ref = oracle.Oracle({"M": 5, "N": 7}, {n: v for n, (v, _) in ins.items()}).tensor(Y)
     assert not oracle.compare("Y", y, ref)
     bad = y.clone()
@@ -214,6 +215,22 @@ def test_inputs_are_poisoned_views_with_the_strides_asked_for():
         assert x.shape == (3, 5) and not x.isnan().any()
         assert buf.isnan().sum() == buf.numel() - 15
     assert oracle.make_input([3, 5], "float32", {"layout": "t"}, gen_)[0].stride() == (1, 3)
+
+
+def test_the_oracle_runs_on_the_cpu_whatever_the_default_device():
+    # the compiled H200 run: under conftest's cuda default, the oracle's own tensors (aranges, masks) went to
+    # the GPU beside its CPU inputs; a meta default device shows the same on a CPU (check_kernel, which also
+    # runs the kernel, is tested under the GPU host's cuda default by test_oracle_flags_a_wrong_result)
+    X, b, R, Y = _softmaxish()
+    with torch.device("meta"):
+        view, buf = oracle.make_output([3, 4], "float32")
+        view.zero_()
+        ref = oracle.exact(torch.zeros(3, 4, dtype=torch.float64, device="cpu"), "f")
+        assert oracle.check_output("Y", view, buf, ref) == []
+        assert [p["kind"] for p in oracle.compare("Y", view + 1, ref)] == ["value"]
+        ins = oracle.make_inputs([X, b], {"M": 5, "N": 7}, {}, 3)
+        got = oracle.Oracle({"M": 5, "N": 7}, {n: v for n, (v, _) in ins.items()}).tensor(Y)
+        assert got.val.device.type == "cpu" and got.val.shape == (5, 7)  # computed where its inputs are
 
 
 def test_inputs_are_made_on_the_cpu_whatever_the_default_device():

@@ -438,3 +438,44 @@ def test_dot_operand_computed_in_the_kernel_is_zero_past_the_reduction_end():
     want = (w.float().T @ torch.log(a)).T
     assert not torch.isnan(got).any()
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_cast_of_a_specialized_size_expression():
+    """Fuzz seed 6003365: with N specialized, (N + 0.25).astype("float16") was written `(32 + 0.25).to(...)`,
+    a Python float, which has no `.to`. A constant expression is made a 0-d tensor first."""
+    M, N = tc.size_vars("M N")
+    X = tc.placeholder((M, N), "float32", name="X")
+    E = tc.compute((M, N), lambda i, j: (N + 0.25).astype("float16") * X[i, j], name="E", dtype="float16")
+    K = tc.compute((M, N), lambda i, j: (N * 2).astype("bfloat16") + X[i, j], name="K")  # int -> bf16: via f32
+    s = tc.create_schedule([E, K])
+    kernel = tc.build(s, [X, E, K], specialize={"N": 32})
+    assert "tl.full((), 32 + 0.25, tl.float32)" in kernel.source
+    x = torch.randn(6, 32)
+    e, k = kernel(x)
+    _close(e.float(), (torch.tensor(32.25).half().float() * x).half().float())
+    _close(k, x + 64.0)
+
+
+def test_a_descriptor_of_a_buffer_between_kernels_that_tma_cannot_read():
+    """Fuzz seed 6001274: a cache_read with tma=True of C, a (33, 5) bool buffer between two kernels: its
+    5-byte rows are no multiple of 16, and Triton's TensorDescriptor asserted. Only the inputs were checked;
+    now every tensor a descriptor reads is, and the call reads C by pointers. (A bool tensor is never read
+    through a descriptor: Triton's int1 has no bytes.) Here C is float16: 10-byte rows at N=5, 32 at 16."""
+    M, N = tc.size_vars("M N")
+    X = tc.placeholder((M, N), "float32", name="X")
+    C = tc.compute((M, N), lambda i, j: X[i, j] * 2.0, name="C", dtype="float16")
+    k = tc.reduce_axis(N, name="k")
+    D = tc.compute((M,), lambda i: tc.sum(C[i, k].astype("float32") - X[i, k], axis=k), name="D")
+    s = tc.create_schedule([D])
+    ro, ri = s[D].split(D.axis[0], 16)
+    ko, ki = s[D].split(k, 16)
+    s[D].reorder(ro, ko, ri, ki)
+    s[D].bind(ro, "program_id.0")
+    s.cache_read(C, "shared", readers=[D], tma=True).compute_at(s[D], ko)
+    kernel = tc.build(s, [X, D])
+    assert "C_desc_16x16.load(" in kernel.source
+    for n in (5, 16):  # 5 float16 columns: pointers; 16: TMA's rules hold
+        x = torch.randn(33, n)
+        _close(kernel(x), ((x * 2.0).half().float() - x).sum(1))
+    used = [any(launch[4] for launch in call[3]) for call in kernel._calls.values()]
+    assert used == [False, True]

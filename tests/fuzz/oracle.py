@@ -79,6 +79,30 @@ class V:
     weak: bool = False
 
 
+def _on_cpu(fn):
+    """Run `fn` on the CPU: torch's default device the CPU, and its tensor arguments (and those of a V) moved
+    there. The oracle makes and computes its tensors there (inputs from a CPU generator, so a seed gives the
+    same values on every machine) and moves them to the GPU itself, whatever default device the caller set
+    (the test suite sets cuda on the GPU host)."""
+    def cpu(x):
+        if isinstance(x, torch.Tensor):
+            return x.cpu()
+        if isinstance(x, V):
+            return V(x.val.cpu(), x.err.cpu(), x.unc.cpu(), x.cat, x.weak)
+        return x
+
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        with torch.device("cpu"):
+            return fn(*[cpu(a) for a in args], **{k: cpu(v) for k, v in kwargs.items()})
+    return wrapped
+
+
+# Inputs of even seeds start this many elements into their poisoned buffer: 16-byte aligned in every
+# dtype, so tensor-descriptor (TMA) loads run on them; odd seeds use PAD, never aligned (pointer loads).
+ALIGNED_PAD = 32
+
+
 def _t(x, dtype=torch.float64) -> torch.Tensor:
     return x if isinstance(x, torch.Tensor) else torch.tensor(x, dtype=dtype)
 
@@ -207,11 +231,17 @@ class Oracle:
         self.sizes = dict(sizes)
         self.inputs = inputs
         self.cache: dict[str, V] = {}
+        # it computes where its inputs are, whatever torch's default device (the GPU host's tests set cuda)
+        self.device = next((x.device for x in inputs.values()), torch.device("cpu"))
 
     def shape(self, t) -> list[int]:
         return [int(evaluate(d, self.sizes)) for d in t.shape]
 
     def tensor(self, t) -> V:
+        with torch.device(self.device):
+            return self._tensor(t)
+
+    def _tensor(self, t) -> V:
         if t.name in self.cache:
             return self.cache[t.name]
         if t.is_placeholder:
@@ -562,22 +592,6 @@ def _strides(shape: list[int], layout: str) -> list[int]:
     return strides
 
 
-def _on_cpu(fn):
-    """Run `fn` with torch's default device the CPU: the oracle makes its tensors there (from a CPU generator,
-    so a seed gives the same values on every machine) and moves them to the GPU itself, whatever default
-    device the caller set (the test suite sets cuda on the GPU host)."""
-    @functools.wraps(fn)
-    def wrapped(*args, **kwargs):
-        with torch.device("cpu"):
-            return fn(*args, **kwargs)
-    return wrapped
-
-
-# Inputs of even seeds start this many elements into their poisoned buffer: 16-byte aligned in every
-# dtype, so tensor-descriptor (TMA) loads run on them; odd seeds use PAD, never aligned (pointer loads).
-ALIGNED_PAD = 32
-
-
 @_on_cpu
 def make_input(shape: list[int], dtype: str, spec: dict, gen: torch.Generator, pad: int = PAD):
     """One input tensor, a view into a poisoned buffer (`pad` elements of poison before it, PAD after);
@@ -636,6 +650,7 @@ def make_output(shape: list[int], dtype: str):
     return view, buf
 
 
+@_on_cpu
 def check_output(name: str, view: torch.Tensor, buf: torch.Tensor, ref: V) -> list[dict]:
     """Compare one output with its reference and check its sentinels; a list of problems."""
     problems = []
@@ -665,6 +680,7 @@ def check_output(name: str, view: torch.Tensor, buf: torch.Tensor, ref: V) -> li
     return problems
 
 
+@_on_cpu
 def compare(name: str, got: torch.Tensor, ref: V, skip: torch.Tensor | None = None) -> list[dict]:
     """Compare `got` with reference `ref` (already rounded to got's dtype); a list of problems."""
     want = torch.broadcast_to(ref.val, got.shape)

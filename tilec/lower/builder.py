@@ -39,7 +39,7 @@ from tilec.ir.expr import (
 from tilec.ir.knob import Knob, factor_value
 from tilec.ir.tensor import sizes_of
 from tilec.lower import targets
-from tilec.lower.code import Ex, Lit, LoopIndex, Name, Paren, Tensor0d, f, paren
+from tilec.lower.code import Ex, Lit, LoopIndex, Name, Paren, f, paren
 from tilec.lower.nest import (
     AccInit,
     Assign,
@@ -53,7 +53,7 @@ from tilec.lower.nest import (
     TileId,
     Update,
 )
-from tilec.lower.values import AxisVal, Val, ValueEmitter, via_float32
+from tilec.lower.values import AxisVal, Val, ValueEmitter, castable
 from tilec.plan.placement import Placed
 from tilec.schedule.schedule import Fuse, Split, Stage
 
@@ -536,7 +536,7 @@ class KernelBuilder(ValueEmitter):
         self._check_tile_numel(x, v.dims)
         tn = dtypes.triton_name(t.dtype)
         name = self.fresh(f"{t.name}_val")
-        code = v.code if v.dtype == t.dtype else f("{}.to(" + tn + ")", Tensor0d(via_float32(v.code, v.dtype, t.dtype)))
+        code = v.code if v.dtype == t.dtype else f("{}.to(" + tn + ")", castable(v, t.dtype))
         out.append(Assign(name, code, None if x.tensor.is_reduction else f"{name} = {t.body!r}"))
         val = Val(Name(name), v.dims, t.dtype)
         env = self.env[x.name]

@@ -75,9 +75,11 @@ class Paren(Ex):
 
 @dataclass(frozen=True)
 class Tensor0d(Ex):
-    """Its operand as something `.to()` applies to: a Python number literal becomes a 0-d tensor."""
+    """Its operand as something `.to()` applies to: a Python number literal, or an expression of literals
+    only (a specialized size: `(32 + 0.25)`), becomes a 0-d tensor of `dtype` (a Triton type: "tl.float32")."""
 
     x: Ex
+    dtype: str | None = None
 
 
 @dataclass(frozen=True)
@@ -106,7 +108,7 @@ def render(e: Ex, form: Form = CUDA) -> str:
     if isinstance(e, Paren):
         return paren(render(e.x, form))
     if isinstance(e, Tensor0d):
-        return tensor0d(render(e.x, form))
+        return tensor0d(render(e.x, form), e.dtype)
     if isinstance(e, Tanh):
         return targets.tanh(render(e.x, form), e.e, form.target)
     raise TypeError(f"not an expression of the kernel IR: {e!r}")
@@ -136,9 +138,12 @@ def paren(code: str) -> str:
     return f"({code})"
 
 
-def tensor0d(code: str) -> str:
-    """`code` as something `.to()` applies to: a Python number literal becomes a 0-d tensor."""
+def tensor0d(code: str, dtype: str | None = None) -> str:
+    """`code` as something `.to()` applies to: a Python number literal becomes a 0-d tensor; so does an
+    expression of number literals alone (Python would compute it as a float or int), as `dtype`."""
     if re.fullmatch(r"-?\d+\.?\d*(e[-+]?\d+)?|True|False|float\(\"-?(inf|nan)\"\)", code):
         kind = 'tl.int1' if code in ('True', 'False') else 'tl.float32' if not code.lstrip('-').isdigit() else 'tl.int32'
         return f"tl.full((), {code}, {kind})"
+    if dtype is not None and re.fullmatch(r"[\d\s.+\-*/%()]+", code):
+        return f"tl.full((), {code}, {dtype})"
     return paren(code)

@@ -87,6 +87,17 @@ def via_float32(code: Ex, src: str, dst: str) -> Ex:
     return code
 
 
+def castable(v: Val, dst: str) -> Ex:
+    """`v` as the operand of `.to(dst)`: widened through float32 where torch converts so (`via_float32`), and
+    a constant (a literal, or literals alone: a specialized size `(32 + 0.25)`) made a 0-d tensor of its
+    dtype, which `.to()` applies to (a Python number has no `.to`)."""
+    src = dtypes.triton_name(v.dtype)
+    widened = via_float32(v.code, v.dtype, dst)
+    if widened is not v.code:  # .to(tl.float32) first: on a 0-d tensor too
+        widened = via_float32(Tensor0d(v.code, src), v.dtype, dst)
+    return Tensor0d(widened, src)
+
+
 class ValueEmitter:
     """Writes the values of a kernel into the statements being built (`self.stmts`): the builder's state
     (names, tile dims, each stage's axes, what is in scope) is `KernelBuilder`'s."""
@@ -162,7 +173,7 @@ class ValueEmitter:
             tn = dtypes.triton_name(e.dtype)
             if dtypes.is_float(e.dtype) and dtypes.compute_dtype(e.dtype) != e.dtype:
                 c = dtypes.triton_name(dtypes.compute_dtype(e.dtype))
-                return Val(f("{}.to(" + tn + ").to(" + c + ")", Tensor0d(via_float32(v.code, v.dtype, e.dtype))),
+                return Val(f("{}.to(" + tn + ").to(" + c + ")", castable(v, e.dtype)),
                            v.dims, dtypes.compute_dtype(e.dtype))
             return Val(f("tl.cast({}, " + tn + ")", v.code), v.dims, e.dtype)
         if isinstance(e, Unary):
@@ -339,10 +350,10 @@ class ValueEmitter:
 
     def descriptor(self, ld: Load, st: Stage, addr: Val) -> tuple[str | None, tuple]:
         """The descriptor parameter and block starts for a tile of `ld`, or (None, ()) where a descriptor
-        cannot read it: fewer than 2 dims, an index that is not an axis running over exactly its
+        cannot read it: fewer than 2 dims, a bool tensor, an index that is not an axis running over exactly its
         dimension as one block of a tile dim, masked only at the edge, or dims out of the tensor's order."""
         t, env = ld.tensor, self.env[st.name]
-        if t.ndim < 2 or len(addr.dims) != t.ndim:
+        if t.ndim < 2 or len(addr.dims) != t.ndim or t.dtype == "bool":  # Triton's bool (int1) has no bytes
             return None, ()
         starts = []
         for d, idx in enumerate(ld.indices):

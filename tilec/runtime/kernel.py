@@ -181,7 +181,7 @@ class Kernel:
         except (RuntimeError, NotImplementedError):  # a tensor without strides (sparse): _prepare refuses it
             key = None
         # tensor descriptors need 16-byte aligned tensors, which the key does not say: checked every call
-        descriptors = bool(self.program.descriptors) and key is not None and self._aligned(tensors)
+        descriptors = bool(self.program.descriptors) and key is not None and self._aligned(tensors, outs_given)
         call = self._calls.get((key, descriptors))
         if call is None:  # first call with these shapes: check everything, then remember the launches
             call = self._prepare(tensors, outs_given, descriptors)
@@ -267,12 +267,12 @@ class Kernel:
                     raise ArgumentError(f"{t.name}: tc.{op} over {a.name} has no elements to reduce with {got}, "
                                         f"and the {op} of nothing is undefined (torch raises too); call with {fix}")
 
-    def _aligned(self, tensors) -> bool:
-        """Whether the inputs that descriptors read start at 16-byte aligned addresses (TMA's rule; strides
-        and shapes are checked once per shape, in _prepare)."""
+    def _aligned(self, tensors, outs) -> bool:
+        """Whether the tensors given that descriptors read (inputs; an out= that a later kernel reads) start
+        at 16-byte aligned addresses (TMA's rule; strides and shapes are checked once per shape, in _prepare)."""
         read = {p.tensor for _, p in self.program.descriptors}
-        return all(x.data_ptr() % 16 == 0 for t, x in zip(self.inputs, tensors)
-                   if t.name in read and isinstance(x, torch.Tensor))
+        given = [*zip(self.inputs, tensors), *zip(self.outputs, outs or ())]
+        return all(x.data_ptr() % 16 == 0 for t, x in given if t.name in read and isinstance(x, torch.Tensor))
 
     def _prepare(self, tensors, outs_given, descriptors: bool = False):
         """Check the tensors, bind the sizes, pick the index width and the load form (descriptors where
@@ -284,18 +284,18 @@ class Kernel:
         buffers = {t.name: x for t, x in zip(self.inputs, tensors)} | {t.name: x for t, x in zip(self.outputs, outs)}
         big = any(x.numel() > _INT32_LIMIT or _max_offset(x) > _INT32_LIMIT for x in buffers.values())
         prog = self._program(big)
-        descriptors = descriptors and not big and all(
-            _descriptor_fits(buffers[p.tensor], _block(p, prog.config)) for _, p in prog.descriptors
-            if p.tensor in buffers)
-        prog = self._program(big, descriptors)
         buffer_shapes = []
         for name in prog.buffers:
             t = self.sched.tensors[name]
             shape = [evaluate(e, env) for e in t.shape]
             buffer_shapes.append((name, shape, getattr(torch, t.dtype)))
             buffers[name] = torch.empty(shape, dtype=getattr(torch, t.dtype), device=device)
-        if not big and any(_max_offset(x) > _INT32_LIMIT for x in buffers.values()):
-            prog = self._program(True, False)
+        big = big or any(_max_offset(x) > _INT32_LIMIT for x in buffers.values())
+        # every tensor a descriptor reads, the buffers between kernels too (fuzz seed 6001274: a (33, 5)
+        # bool buffer, its 5-byte rows no multiple of 16), meets TMA's rules, or the call reads by pointers
+        descriptors = descriptors and not big and all(
+            _descriptor_fits(buffers[p.tensor], _block(p, prog.config)) for _, p in prog.descriptors)
+        prog = self._program(big, descriptors)
         mod = load_module(prog.source())
         values = env | prog.config
         launches = []
@@ -390,7 +390,7 @@ def _descriptor_fits(x: torch.Tensor, block: list[int]) -> bool:
     """TMA's rules for a tensor and block (Triton's TensorDescriptor, the CUDA tensor-map API): 2 to 5
     dims, a contiguous last dim, other strides and the block's last dim multiples of 16 bytes."""
     size = x.element_size()
-    return (2 <= x.dim() <= 5 and x.stride(-1) == 1 and all(st * size % 16 == 0 for st in x.stride()[:-1])
+    return (x.dtype != torch.bool and 2 <= x.dim() <= 5 and x.stride(-1) == 1 and all(st * size % 16 == 0 for st in x.stride()[:-1])
             and block[-1] * size % 16 == 0 and x.numel() > 0)
 
 
