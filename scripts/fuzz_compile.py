@@ -60,10 +60,15 @@ def compile_case(path: str) -> list[tuple[str, str | None]]:
     for k in prog.kernels:
         sig, consts = {}, {}
         for p in k.params:
-            if p.kind == "tensor":
+            if p.kind in ("tensor", "descriptor"):
                 ty = str(getattr(triton.language, triton_name(case["sched"].tensors[p.tensor].dtype)[3:]))
-                sig[p.name] = "*" + {"int1": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
-                                     "uint8": "u8"}.get(ty, ty)
+                ty = {"int1": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+                      "uint8": "u8"}.get(ty, ty)
+                if p.kind == "tensor":
+                    sig[p.name] = "*" + ty
+                else:  # a host-side tensor descriptor (cache_read tma=True): Triton's own mangling of one
+                    block = [int(b) if b.isdigit() else int(prog.config[b]) for b in p.block]
+                    sig[p.name] = f"tensordesc<{ty}[{', '.join(map(str, block))}]>"
             elif p.kind == "constexpr":
                 sig[p.name], consts[p.name] = "constexpr", prog.config[p.name]
             else:

@@ -81,6 +81,14 @@ def test_unaligned_or_strided_tensors_take_the_pointer_form():
     assert _used_descriptors(kern) == [True, False, False]  # the aligned call's launches are kept
 
 
+def test_a_broadcast_input_takes_the_pointer_form():
+    s, (A, W, C, Y) = gemm_silu_tma()
+    kern = tc.build(s, [A, W, Y])
+    a = torch.randn(1, 32).expand(37, 32)  # stride 0 along M
+    _run(kern, a, torch.randn(32, 48))
+    assert _used_descriptors(kern) == [False]
+
+
 def test_sub_tiles_get_a_descriptor_per_block_shape():
     s, (A, W, C, Y) = gemm_silu_tma(bn=48)
     src = Program(s).source()

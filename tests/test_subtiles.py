@@ -107,6 +107,39 @@ def test_an_elementwise_root_with_a_sub_tiled_axis():
     torch.testing.assert_close(out, torch.exp(x) * 2.0)
 
 
+def test_a_reduction_that_is_not_a_dot_is_sub_tiled_too():
+    """Review find: an int GEMM (no tl.dot) had its accumulator's name in its update's template text, so
+    the merge refused a valid schedule as an internal error; the accumulator is an operand now."""
+    M, N, K = tc.size_vars("M N K")
+    A = tc.placeholder((M, K), "int32", name="A")
+    W = tc.placeholder((K, N), "int32", name="W")
+    k = tc.reduce_axis(K, name="k")
+    C = tc.compute((M, N), lambda i, j: tc.sum(A[i, k] * W[k, j], axis=k), name="C")
+    R = tc.compute((M, N), lambda i, j: tc.max(A[i, k] + W[k, j], axis=k), name="R", dtype="int32")
+    for T in (C, R):
+        s = tc.create_schedule(T)
+        io, jo, ii, ji = s[T].tile(*T.axis, 16, 48)
+        ko, ki = s[T].split(k, 16)
+        s[T].reorder(io, jo, ko, ii, ji, ki)
+        s[T].bind(s[T].fuse(io, jo), "program_id.0")
+        a, w = torch.randint(-5, 6, (37, 29), dtype=torch.int32), torch.randint(-5, 6, (29, 70), dtype=torch.int32)
+        want = (a @ w) if T is C else (a[:, :, None] + w[None, :, :]).amax(1)
+        torch.testing.assert_close(tc.build(s, [A, W, T])(a, w), want)
+
+
+def test_a_cast_of_a_specialized_size_in_every_piece():
+    """Review find: the merge dropped Tensor0d's dtype, so the second piece wrote `(32 + 0.25).to(...)`."""
+    M, N = tc.size_vars("M N")
+    X = tc.placeholder((M, N), "float32", name="X")
+    E = tc.compute((M, N), lambda i, j: (N + 0.25).astype("float16") * X[i, j], name="E", dtype="float16")
+    s = tc.create_schedule(E)
+    io, jo, ii, ji = s[E].tile(*E.axis, 16, 48)
+    s[E].bind(s[E].fuse(io, jo), "program_id.0")
+    x = torch.randn(6, 32)
+    got = tc.build(s, [X, E], specialize={"N": 32})(x)
+    torch.testing.assert_close(got, (torch.tensor(32.25).half().float() * x).half())
+
+
 # ---------------------------------------------------------------------------------------------
 # refused, with what would be right
 

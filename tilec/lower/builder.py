@@ -464,12 +464,13 @@ class KernelBuilder(ValueEmitter):
                 self.stmts.append(Comment(f"tl.{red.op} skips NaN, torch's a{red.op} returns it: a NaN in the tile wins"))
                 body = self.emit_stmt(f"tile_{x.name}", f('tl.where({} > 0, float("nan"), {})', flag, body))
             prop = ", propagate_nan=tl.PropagateNan.ALL" if nan else ""
-            combine = {"sum": f"{name} + {{}}", "max": f"tl.maximum({name}, {{}}{prop})",
-                       "min": f"tl.minimum({name}, {{}}{prop})"}[red.op]
+            # the accumulator is an operand (a Name), not template text: sub-tiles rename it per piece
+            combine = {"sum": "{} + {}", "max": "tl.maximum({}, {}" + prop + ")",
+                       "min": "tl.minimum({}, {}" + prop + ")"}[red.op]
             if acc_dtype not in ("float32", "int32"):  # Python numbers in tl.where widen to float32 / int32
                 body = f("{}.to(" + dtypes.triton_name(acc_dtype) + ")", Paren(body))
             part = Val(body, sdims, acc_dtype)
-            out.append(Update(name, f(combine, Paren(self.expand(part, sdims, full=True))),
+            out.append(Update(name, f(combine, Name(name), Paren(self.expand(part, sdims, full=True))),
                               f"{name}[{', '.join(sdims)}] " + (f"+= {red.body!r}" if red.op == "sum" else
                                                                  f"= {red.op}({name}, {red.body!r})")
                               + f"  over tile [{', '.join(rdims)}]"))

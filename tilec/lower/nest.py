@@ -194,8 +194,8 @@ def statement(node, form: Form = CUDA) -> str | None:
         return f"# {node.text}"
     if isinstance(node, ProgramId):
         return f"{node.name} = tl.program_id({node.dim})" + (".to(tl.int64)" if form.int64 else "")
-    if isinstance(node, TileId):
-        return f"{node.name} = {node.loop}" + (".to(tl.int64)" if form.int64 else "")
+    if isinstance(node, TileId):  # tl.cast: the interpreter's loop counter is a Python int
+        return f"{node.name} = tl.cast({node.loop}, tl.int64)" if form.int64 else f"{node.name} = {node.loop}"
     if isinstance(node, Assign):
         return f"{node.name} = {r(node.value)}"
     if isinstance(node, Load):

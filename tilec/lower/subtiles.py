@@ -73,7 +73,7 @@ def _sub_ex(e, ren: dict):
     if isinstance(e, Paren):
         return Paren(_sub_ex(e.x, ren))
     if isinstance(e, Tensor0d):
-        return Tensor0d(_sub_ex(e.x, ren))
+        return Tensor0d(_sub_ex(e.x, ren), e.dtype)
     if isinstance(e, Tanh):
         return Tanh(_sub_ex(e.x, ren), ren.get(e.e, e.e))
     return e  # Lit and LoopIndex: text and loop variables, which no piece renames
@@ -108,6 +108,7 @@ class _Merge:
         self.used: set[str] = set()
         for k in kernels:
             self._collect(k.body)
+            self.used |= {p.name for p in k.params}  # a new name must not shadow a size or tensor either
         self.defined: set[str] = set()
 
     def _collect(self, body) -> None:

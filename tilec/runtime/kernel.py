@@ -388,9 +388,12 @@ def _block(p, config) -> list[int]:
 
 def _descriptor_fits(x: torch.Tensor, block: list[int]) -> bool:
     """TMA's rules for a tensor and block (Triton's TensorDescriptor, the CUDA tensor-map API): 2 to 5
-    dims, a contiguous last dim, other strides and the block's last dim multiples of 16 bytes."""
+    dims, a contiguous last dim, other strides and the block's last dim multiples of 16 bytes; and, to be
+    safe, no stride-0 (broadcast) dim, which the tensor-map API is not known to take."""
     size = x.element_size()
-    return (x.dtype != torch.bool and 2 <= x.dim() <= 5 and x.stride(-1) == 1 and all(st * size % 16 == 0 for st in x.stride()[:-1])
+    return (x.dtype != torch.bool and 2 <= x.dim() <= 5 and x.stride(-1) == 1
+            and all(st * size % 16 == 0 for st in x.stride()[:-1])
+            and all(st > 0 for st, n in zip(x.stride(), x.shape) if n > 1)  # no broadcast (stride 0) dims
             and block[-1] * size % 16 == 0 and x.numel() > 0)
 
 
