@@ -44,6 +44,7 @@ def compile_case(path: str) -> list[tuple[str, str | None]]:
 
     from tilec.ir.dtypes import triton_name
     from tilec.lower.program import Program
+    from tilec.runtime.kernel import block_shape
 
     code = Path(path).read_text().replace('if __name__ == "__main__":\n    run_script_case(CASE)', "")
     ns: dict = {}
@@ -67,8 +68,7 @@ def compile_case(path: str) -> list[tuple[str, str | None]]:
                 if p.kind == "tensor":
                     sig[p.name] = "*" + ty
                 else:  # a host-side tensor descriptor (cache_read tma=True): Triton's own mangling of one
-                    block = [int(b) if b.isdigit() else int(prog.config[b]) for b in p.block]
-                    sig[p.name] = f"tensordesc<{ty}[{', '.join(map(str, block))}]>"
+                    sig[p.name] = f"tensordesc<{ty}[{', '.join(map(str, block_shape(p, prog.config)))}]>"
             elif p.kind == "constexpr":
                 sig[p.name], consts[p.name] = "constexpr", prog.config[p.name]
             else:

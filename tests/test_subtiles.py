@@ -188,3 +188,22 @@ def test_a_value_that_combines_the_pieces_is_refused_by_the_merge():
                         4, [], [])
     with pytest.raises(tc.LoweringError, match=r"acc combines the pieces \(a reduction over the sub-tiled axis"):
         subtiles.merge([kernel(32), kernel(16)], "ji", 48)
+
+
+def test_a_statement_that_names_another_pieces_value_in_text_is_refused_by_the_merge():
+    """A name written into an operator's text (a Lit) is out of the renaming's reach: the merge refuses the
+    kernel rather than let the second piece read the first piece's value."""
+    def kernel(piece):
+        body = [Assign("x", Lit(f"tl.arange(0, {piece})")), Assign("y", Lit("x * 2"))]
+        return KernelIR("K_kernel", "K", ["K"], [], [], [], body, ["h", "config: none (no knobs)", "schedule:"],
+                        4, [], [])
+    merged = subtiles.merge([kernel(32), kernel(32)], "ji", 64)  # identical pieces: nothing renamed, fine
+    assert [n.name for n in merged.body] == ["x", "y"]
+
+    def uses(piece):
+        k = kernel(piece)
+        k.body[1] = Assign("y", Lit(f"x * {piece}"))  # differs per piece and names x in its text
+        return k
+    with pytest.raises(tc.LoweringError, match=r"a statement of the piece ji 32:48 still reads x of the first "
+                                               r"piece"):
+        subtiles.merge([uses(32), uses(16)], "ji", 48)

@@ -87,12 +87,16 @@ class Layout:
                 f = factor_value(inner_of[a].factor, config)
                 if not _is_pow2(f):
                     lo = 1 << (f.bit_length() - 1)
-                    why = ("sub-tiles need a spatial axis of the kernel's root stage" if f % 16 == 0 else
-                           "a multiple of 16 is lowered as power-of-two sub-tiles on a spatial axis of a "
-                           "kernel's root stage")
-                    if f % 16 or not root or a.kind != "spatial" or self.subtiled is not None:
-                        if self.subtiled is not None and f % 16 == 0 and root and a.kind == "spatial":
-                            why = f"sub-tiles go on one axis of a stage, and {self.subtiled[0].name} has them"
+                    if f % 16:
+                        why = ("a multiple of 16 is lowered as power-of-two sub-tiles on a spatial axis of a "
+                               "kernel's root stage")
+                    elif not root or a.kind != "spatial":
+                        why = "sub-tiles need a spatial axis of the kernel's root stage"
+                    elif self.subtiled is not None:
+                        why = f"sub-tiles go on one axis of a stage, and {self.subtiled[0].name} has them"
+                    else:
+                        why = None
+                    if why is not None:
                         raise LoweringError(
                             f"{stage.name}.{a.name} is a tile of extent {f} (from split({inner_of[a].parent.name}, "
                             f"{inner_of[a].factor!r})), but Triton tiles (tl.arange) need a power of two and {why}: "

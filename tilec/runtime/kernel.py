@@ -294,7 +294,7 @@ class Kernel:
         # every tensor a descriptor reads, the buffers between kernels too (fuzz seed 6001274: a (33, 5)
         # bool buffer, its 5-byte rows no multiple of 16), meets TMA's rules, or the call reads by pointers
         descriptors = descriptors and not big and all(
-            _descriptor_fits(buffers[p.tensor], _block(p, prog.config)) for _, p in prog.descriptors)
+            _descriptor_fits(buffers[p.tensor], block_shape(p, prog.config)) for _, p in prog.descriptors)
         prog = self._program(big, descriptors)
         mod = load_module(prog.source())
         values = env | prog.config
@@ -318,7 +318,7 @@ class Kernel:
                     static[p.name] = grid[0]
                 elif p.kind == "descriptor":
                     if prog.form.descriptors:  # made per call: a descriptor holds the tensor's address
-                        descs.append((p.name, p.tensor, _block(p, prog.config)))
+                        descs.append((p.name, p.tensor, block_shape(p, prog.config)))
                 elif p.kind == "stride":
                     static[p.name] = buffers[p.tensor].stride(p.dim)
                 elif p.kind == "size":
@@ -381,7 +381,7 @@ def _too_large(fn, e) -> LoweringError:
                          f"use smaller split factors (tiles), fewer pipeline stages, or num_warps that fit")
 
 
-def _block(p, config) -> list[int]:
+def block_shape(p, config) -> list[int]:
     """A descriptor parameter's block shape under the config (its texts are ints or knob names)."""
     return [int(b) if b.isdigit() else int(config[b]) for b in p.block]
 

@@ -123,6 +123,20 @@ def _factor(value, n: int, name: str, prim: str, knobs: dict) -> int | Knob:
     return int(value)  # a plain int: an IntEnum member's repr is not a number (the log, str(s.trace))
 
 
+def _flag(value, n: int, name: str, prim: str, knobs: dict) -> int | Flag:
+    """A primitive's on/off argument: True or False (as 1 or 0), or a tc.flag registered with the schedule's
+    knobs (the one already there under that name)."""
+    if isinstance(value, Flag):
+        old = knobs.setdefault(value.knob_name, value)
+        if not isinstance(old, Flag):
+            raise ArgumentError(f"{prim}: {value.knob_name!r} is already a knob with choices "
+                                f"{list(old.choices)}; name the flag otherwise")
+        return old
+    if not isinstance(value, bool):
+        raise _arg(n, name, prim, "True, False or a tc.flag", value)
+    return int(value)
+
+
 def _value(v):
     """A primitive's argument as a trace records it: knobs by name and choices, the rest as it is."""
     return KnobRef(v.knob_name, v.choices, isinstance(v, Flag)) if isinstance(v, Knob) else v
@@ -474,16 +488,7 @@ class Stage:
         """
         self._require_compute("persistent")
         axis = self._axis(axis, 1, "axis", "persistent")
-        if isinstance(flatten, Flag):
-            old = self.sched.knobs.setdefault(flatten.knob_name, flatten)
-            if not isinstance(old, Flag):
-                raise ArgumentError(f"persistent: {flatten.knob_name!r} is already a knob with choices "
-                                    f"{list(old.choices)}; name the flag otherwise")
-            flatten = old
-        elif isinstance(flatten, bool):
-            flatten = int(flatten)
-        else:
-            raise _arg(2, "flatten", "persistent", "True, False or a tc.flag", flatten)
+        flatten = _flag(flatten, 2, "flatten", "persistent", self.sched.knobs)
         if self.binds.get(axis) != 0:
             where = f"bound to program_id.{self.binds[axis]}" if axis in self.binds else "not bound to the grid"
             raise ArgumentError(f"persistent: {self.name}.{axis.name} is {where}; bind it to program_id.0 first "
@@ -594,20 +599,13 @@ class Schedule:
         name = f"{tensor.name}_{scope}"
         while any(c.name == name for c in self.caches):
             name += "_"
-        if isinstance(tma, Flag):
-            old = self.knobs.setdefault(tma.knob_name, tma)
-            if not isinstance(old, Flag):
-                raise ArgumentError(f"cache_read: {tma.knob_name!r} is already a knob with choices "
-                                    f"{list(old.choices)}; name the flag otherwise")
-            tma = old
-        elif not isinstance(tma, bool):
-            raise _arg(4, "tma", "cache_read", "True, False or a tc.flag", tma)
+        tma = _flag(tma, 4, "tma", "cache_read", self.knobs)
         stage = Stage(self, tensor, "cache_read", name=name, scope=scope, readers=stages)
-        stage.tma = tma if isinstance(tma, Flag) else int(tma)
+        stage.tma = tma
         self.caches.append(stage)
         args = (TensorRef(tensor.name), SCOPES[SCOPES.index(scope)], tuple(StageRef(st.name) for st in stages))
-        if tma is not False:  # recorded only when asked: the log (and study names) of other schedules stay
-            args += (_value(tma),)
+        if tma != 0:  # recorded only when asked: the log (and study names) of other schedules stay
+            args += (_value(tma) if isinstance(tma, Flag) else True,)
         self._steps.append(Step("cache_read", None, args, (name,)))
         return stage
 
