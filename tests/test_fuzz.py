@@ -231,6 +231,31 @@ def test_the_oracle_runs_on_the_cpu_whatever_the_default_device():
         ins = oracle.make_inputs([X, b], {"M": 5, "N": 7}, {}, 3)
         got = oracle.Oracle({"M": 5, "N": 7}, {n: v for n, (v, _) in ins.items()}).tensor(Y)
         assert got.val.device.type == "cpu" and got.val.shape == (5, 7)  # computed where its inputs are
+    # inputs on another device (the GPU host's tests pass cuda ones): the oracle's 0-d CPU constants never
+    # index or get indexed across devices (the compiled run: "indices should be either on cpu or ...")
+    got = oracle.Oracle({"M": 5, "N": 7}, {n: v.to("meta") for n, (v, _) in ins.items()}).tensor(Y)
+    assert got.val.device.type == got.err.device.type == got.unc.device.type == "meta"
+    assert got.val.shape == (5, 7)
+
+
+def test_the_oracle_imported_under_another_default_device_still_computes_on_the_cpu():
+    # the compiled H200 run again: conftest sets the cuda default before the oracle is imported, so its
+    # module-level constants (ZERO, FALSE) were made on the GPU and met CPU tensors in torch.where. A fresh
+    # interpreter that imports the oracle under a meta default device shows the same on a CPU.
+    code = (
+        "import torch; torch.set_default_device('meta')\n"
+        "from tests.test_fuzz import _softmaxish\n"
+        "from tests.fuzz import oracle\n"
+        "X, b, R, Y = _softmaxish()\n"
+        "ins = oracle.make_inputs([X, b], {'M': 5, 'N': 7}, {}, 3)\n"
+        "got = oracle.Oracle({'M': 5, 'N': 7}, {n: v for n, (v, _) in ins.items()}).tensor(Y)\n"
+        "assert got.val.device.type == 'cpu' and got.val.shape == (5, 7), got.val\n"
+        "assert torch.isfinite(got.err).all()\n"
+    )
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
 
 
 def test_inputs_are_made_on_the_cpu_whatever_the_default_device():

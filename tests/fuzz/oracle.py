@@ -107,8 +107,10 @@ def _t(x, dtype=torch.float64) -> torch.Tensor:
     return x if isinstance(x, torch.Tensor) else torch.tensor(x, dtype=dtype)
 
 
-ZERO = torch.zeros((), dtype=torch.float64)
-FALSE = torch.zeros((), dtype=torch.bool)
+# 0-d CPU tensors (torch broadcasts them onto any device); made on the CPU explicitly, since on the GPU host
+# conftest sets torch's default device to cuda before this module is imported
+ZERO = torch.zeros((), dtype=torch.float64, device="cpu")
+FALSE = torch.zeros((), dtype=torch.bool, device="cpu")
 
 
 def exact(val: torch.Tensor, cat: str, weak: bool = False) -> V:
@@ -254,6 +256,11 @@ class Oracle:
         self.cache[t.name] = out
         return out
 
+    def _placed(self, v: V) -> V:
+        """`v` with every part on the oracle's device: an exact value's 0-d CPU ZERO/FALSE error and
+        uncertainty broadcast with its other parts before a reduction or a store."""
+        return V(*(x.to(self.device) for x in (v.val, v.err, v.unc)), v.cat, v.weak)
+
     def _compute(self, t) -> V:
         shape = self.shape(t)
         body = t.body
@@ -267,12 +274,12 @@ class Oracle:
             view[n] = full[n]
             grid[a] = exact(torch.arange(full[n], dtype=torch.int64).view(view), "i")
         expr = body.body if isinstance(body, Reduce) else body
-        v = self.expr(expr, grid)
+        v = self._placed(self.expr(expr, grid))
         v = V(torch.broadcast_to(v.val, full), torch.broadcast_to(v.err, full), torch.broadcast_to(v.unc, full),
               v.cat, v.weak)
         if isinstance(body, Reduce):
             v = self._reduce(body, v, list(range(len(shape), nd)))
-        res = convert(v, t.dtype)
+        res = self._placed(convert(v, t.dtype))
         return V(res.val.contiguous(), torch.broadcast_to(res.err, shape).contiguous(),
                  torch.broadcast_to(res.unc, shape).contiguous(), res.cat)
 
@@ -362,8 +369,10 @@ class Oracle:
             ok = ok & (ix >= 0) & (ix < shape[d])
         cl = tuple(ix.clamp(0, shape[d] - 1) for d, ix in enumerate(idx))
         val = src.val[cl] if idx else src.val
-        err = torch.broadcast_to(src.err, shape)[cl] if idx else src.err
-        unc = torch.broadcast_to(src.unc, shape)[cl] if idx else src.unc
+        # an exact source's error is the 0-d CPU ZERO (its uncertainty FALSE): kept 0-d, never indexed with
+        # indices on another device
+        err = torch.broadcast_to(src.err, shape)[cl] if idx and src.err.dim() else src.err
+        unc = torch.broadcast_to(src.unc, shape)[cl] if idx and src.unc.dim() else src.unc
         zero = torch.zeros((), dtype=val.dtype)
         return V(torch.where(ok, val, zero), torch.where(ok, err, ZERO), torch.where(ok, unc, FALSE), src.cat)
 
