@@ -33,6 +33,7 @@ import rmsnorm  # noqa: E402
 import rowscale_fp8  # noqa: E402
 import silu_mul_fp8  # noqa: E402
 import softmax  # noqa: E402
+import swiglu  # noqa: E402
 import transpose_bias  # noqa: E402
 
 import tilec as tc  # noqa: E402
@@ -80,6 +81,7 @@ EAGER = {
     softmax: lambda x: torch.softmax(x, dim=1),
     transpose_bias: lambda x, b: x.t() + b[:, None],
     rowscale_fp8: rowscale_fp8.reference,
+    swiglu: lambda x, wg, wu: F.silu(x @ wg) * (x @ wu),
 }
 
 
@@ -94,7 +96,19 @@ class _Plain:
         return self.mod.make(epilogue=False)
 
 
+class _TwoLoops:
+    """examples/swiglu.py without compute_with (make(one_loop=False)): its two loops over K apart."""
+
+    __name__ = "swiglu_two_loops"
+    inputs, reference = swiglu.inputs, swiglu.reference
+
+    @staticmethod
+    def make():
+        return swiglu.make(one_loop=False)
+
+
 PLAIN = _Plain(persistent_gemm)
+TWO_LOOPS = _TwoLoops()
 EAGER[PLAIN] = lambda a, w: a @ w
 
 
@@ -186,6 +200,16 @@ def persistent_configs(quick):
     return out[:2] if quick else out
 
 
+def swiglu_configs(quick):
+    """examples/swiglu.py's configs: 128 x 128 output tiles (two float32 accumulators: 8 warps by default)
+    and 64 x 128, with and without tensor descriptors."""
+    out = []
+    for bm, bn, st, tma in [(128, 128, 3, 1), (128, 128, 4, 1), (64, 128, 4, 1), (128, 64, 4, 1), (128, 128, 3, 0),
+                            (64, 128, 4, 0)]:
+        out.append({"BM": bm, "BN": bn, "BK": 64, "stages": st, "GROUP_M": 8, "TMA": tma})
+    return out[:2] if quick else out
+
+
 def gemm_configs(quick):
     out = []
     for bm, bn, bk, st, w in [(128, 128, 64, 3, 4), (128, 256, 64, 3, 8), (64, 128, 64, 4, 4),
@@ -199,7 +223,7 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-compile", action="store_true")
-    ap.add_argument("--only", help="comma-separated groups: gemm, mix, elementwise, norm, softmax, other")
+    ap.add_argument("--only", help="comma-separated groups: gemm, mix, swiglu, other")
     ap.add_argument("--anchor", help="path of the hand-written kernel (shared/anchors/hand_tma_gemm.py)")
     a = ap.parse_args()
     cr = not a.no_compile
@@ -215,6 +239,15 @@ def main():
     for n in (4096, 8192) if want("gemm") else ():
         rows.append(workload(f"gemm {n}^3", PLAIN, dict(M=n, N=n, K=n), flops=2 * n ** 3, nbytes=6 * n * n,
                              configs=persistent_configs(a.quick), compile_ref=cr, cublas=True, anchor=a.anchor))
+    for M in (256, 1536, 2048) if want("swiglu") else ():
+        sizes = dict(M=M, N=N, K=K)
+        rows.append(workload(f"swiglu M={M}", swiglu, sizes, flops=4 * M * N * K,
+                             nbytes=2 * (M * K + 2 * K * N + M * N),
+                             schedules=[(swiglu, swiglu_configs(a.quick))], compile_ref=cr))
+        two = workload(f"swiglu M={M} two loops", swiglu, sizes, flops=4 * M * N * K,
+                       nbytes=2 * (M * K + 2 * K * N + M * N), schedules=[(TWO_LOOPS, swiglu_configs(a.quick))],
+                       compile_ref=False)
+        rows.append(two)
     if not want("other"):
         return _report(rows, a.json)
     for M in (1024, 8192):
@@ -236,10 +269,20 @@ def main():
 
 
 def _report(rows, json_path):
-    mix = [r for r in rows if r["workload"].startswith("gemm_silu") and "tilec_us" in r]
+    for prefix, suffix, label in (("gemm_silu M=", "", "gemm_silu mix 8:1:1 (weighted per call)"),
+                                  ("swiglu M=", "", "swiglu mix 8:1:1 (weighted per call)"),
+                                  ("swiglu M=", " two loops", "swiglu two loops mix 8:1:1")):
+        _mix_row(rows, prefix, suffix, label)
+    _print(rows, json_path)
+
+
+def _mix_row(rows, prefix, suffix, label):
+    """The design's mix (M = 256, 1536, 2048 at 8:1:1) per weighted call, from the rows `prefix` M `suffix`."""
+    mix = [r for r in rows if r["workload"] in (f"{prefix}{m}{suffix}" for m in (256, 1536, 2048))
+           and "tilec_us" in r]
     if len(mix) == 3:
         w = (8, 1, 1)
-        row = {"workload": "gemm_silu mix 8:1:1 (weighted per call)"}
+        row = {"workload": label}
         for key in ("tilec_us", "eager_us", "compile_us", "cublas_us", "anchor_us"):
             if all(key in r for r in mix):
                 row[key] = sum(wi * r[key] for wi, r in zip(w, mix)) / 10
@@ -248,6 +291,9 @@ def _report(rows, json_path):
             if base in row:
                 row[key] = row[base] / row["tilec_us"]
         rows.append(row)
+
+
+def _print(rows, json_path):
     print(f"\n{'workload':34} {'tilec us':>9} {'eager us':>9} {'compile us':>10} {'cuBLAS us':>9} {'anchor us':>9} "
           f"{'x eager':>8} {'x compile':>9} {'x cuBLAS':>8} {'x anchor':>8} {'floor%':>7} {'rel err':>8}  config")
 

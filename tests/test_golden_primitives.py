@@ -74,6 +74,26 @@ def gemm_silu():
     return A, W, C, Y
 
 
+def swiglu():
+    M, N, K = tc.size_vars("M N K")
+    X = tc.placeholder((M, K), "float16", name="X")
+    Wg = tc.placeholder((K, N), "float16", name="Wg")
+    Wu = tc.placeholder((K, N), "float16", name="Wu")
+    k = tc.reduce_axis(K, name="k")
+    G = tc.compute((M, N), lambda i, j: tc.sum(X[i, k] * Wg[k, j], axis=k, acc_dtype="float32"), name="G",
+                   dtype="float16")
+    k2 = tc.reduce_axis(K, name="k2")
+    U = tc.compute((M, N), lambda i, j: tc.sum(X[i, k2] * Wu[k2, j], axis=k2, acc_dtype="float32"), name="U",
+                   dtype="float16")
+    Y = tc.compute((M, N), lambda i, j: tc.silu(G[i, j]) * U[i, j], name="Y")
+    return X, Wg, Wu, G, U, Y
+
+
+def torch_swiglu(x, wg, wu):
+    g, u = torch_matmul(x, wg).float(), torch_matmul(x, wu).float()
+    return (torch.nn.functional.silu(g) * u).to(x.dtype)
+
+
 def row_center():
     M, N = tc.size_vars("M N")
     X = tc.placeholder((M, N), "float32", name="X")
@@ -184,6 +204,25 @@ def gemm_tiles(s, C):
     s[C].bind(io, "program_id.0")
     s[C].bind(jo, "program_id.1")
     return io, jo, ko
+
+
+def compute_with(after):
+    """compute_with(stage, axis): U's loop over K runs inside G's loop ko, one loop for both GEMMs of
+    SwiGLU. U's accumulator is set up before the loop, G's rounding moves after it, and U's load of the
+    X tile, the same tile as G's once U's loop counter is G's, is dropped: one X load feeds both dots.
+    Before it, two loops over K one after the other, each loading X."""
+    X, Wg, Wu, G, U, Y = swiglu()
+    s = tc.create_schedule(Y)
+    io, jo, ii, ji = s[Y].tile(*Y.axis, 16, 16)
+    s[Y].bind(io, "program_id.0")
+    s[Y].bind(jo, "program_id.1")
+    ko, _ = s[G].split(G.reduce_axis[0], 16)
+    k2o, _ = s[U].split(U.reduce_axis[0], 16)
+    s[G].compute_at(s[Y], jo)
+    s[U].compute_at(s[Y], jo)
+    if after:
+        s[U].compute_with(s[G], ko)
+    return Built(s, [X, Wg, Wu, Y], torch_swiglu)
 
 
 def swizzle(after):
@@ -396,11 +435,11 @@ def interpreter_tanh(after):
 
 
 CASES = [split, tile, reorder, fuse, bind, swizzle, persistent, subtiles, pipeline, num_warps, unroll, compute_at_epilogue,
-         compute_at_producer, compute_inline, compute_root, cache_read, cache_read_tma, cache_write, int64_offsets,
+         compute_at_producer, compute_inline, compute_root, compute_with, cache_read, cache_read_tma, cache_write, int64_offsets,
          assume_drops_mask, interpreter_bf16_dot, interpreter_tanh]
 
 # The helpers a golden file quotes when its case (or a helper it quotes) calls them.
-QUOTED = [elementwise, gemm, gemm_silu, row_center, scale_exp, row_scale, tanh_of, gemm_tiles]
+QUOTED = [elementwise, gemm, gemm_silu, swiglu, torch_swiglu, row_center, scale_exp, row_scale, tanh_of, gemm_tiles]
 
 
 # ---------------------------------------------------------------------------------------------

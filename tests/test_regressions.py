@@ -479,3 +479,29 @@ def test_a_descriptor_of_a_buffer_between_kernels_that_tma_cannot_read():
         _close(kernel(x), ((x * 2.0).half().float() - x).sum(1))
     used = [any(launch[4] for launch in call[3]) for call in kernel._calls.values()]
     assert used == [False, True]
+
+
+def test_a_large_three_dimensional_tile_is_refused_not_compiled_for_minutes():
+    """Fuzz seed 445829361 (the sm_90 compile campaign): a row max with its row tile split again by 1024,
+    which makes a 1024 x 64 x 4 reduction operand (262144 elements, 16 warps by default). Triton 3.6
+    compiled it for 72 s on a CPU (512 x 64 x 4: 15 s; 256 x 64 x 4: 6 s), past the campaign's 60 s. A
+    tile of three or more dimensions past 2**17 elements is a LoweringError now, with the fix."""
+    M, N = tc.size_vars("M N")
+    X = tc.placeholder((M, N), "bfloat16", name="X")
+    k = tc.reduce_axis(N, name="k")
+    mx = tc.compute((M,), lambda r: tc.max(X[r, k], axis=k), name="mx")
+
+    def sched(outer):
+        s = tc.create_schedule([mx])
+        ro, ri = s[mx].split(mx.axis[0], 64)
+        ko, ki = s[mx].split(k, 4)
+        s[mx].reorder(ro, ko, ri, ki)
+        s[mx].split(ro, outer)
+        return s
+    with pytest.raises(tc.LoweringError, match=r"mx works on a 3-d tile of 262144 elements .*Triton compiles "
+                                               r"for minutes; use smaller split factors"):
+        tc.lower(sched(1024))
+    kernel = tc.build(sched(32), [X, mx])  # 32 x 64 x 4: builds, and matches torch
+    x = torch.randn(70, 9).bfloat16()
+    x[3, 2] = float("nan")
+    torch.testing.assert_close(kernel(x).float(), x.float().amax(1), equal_nan=True)

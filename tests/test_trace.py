@@ -375,7 +375,8 @@ def test_every_primitive_round_trips():
     assert {st.primitive for st in s.trace} == {"split", "reorder", "fuse", "bind", "num_warps", "pipeline", "unroll",
                                               "cache_read", "cache_write", "compute_at", "compute_root",
                                               "compute_inline", "swizzle", "persistent"}
-    assert set(trace_mod.PRIMITIVES) == {st.primitive for st in s.trace}  # every primitive there is
+    # every primitive there is, with compute_with's schedule below (it needs two independent stages)
+    assert set(trace_mod.PRIMITIVES) == {st.primitive for st in s.trace} | {st.primitive for st in _twins().trace}
     assert s.log[-5:] == ["P: compute_at(Q, io_jo)", "P: compute_root()", "P: fuse(i, j) -> i_j",
                           "P: bind(i_j, 'program_id.0')", "P: compute_inline()"]
     assert s.trace[-9].stages == s.trace[-8].stages == {"b_shared"}
@@ -387,6 +388,36 @@ def test_every_primitive_round_trips():
         assert_same(s, r, last)
         assert r.trace == s.trace
         assert [(c.name, c.kind, c.scope) for c in r.caches] == [(c.name, c.kind, c.scope) for c in s.caches]
+
+
+def _twins() -> tc.Schedule:
+    """SwiGLU's two GEMMs at one output tile, U's loop over K fused into G's (compute_with)."""
+    M, N, K = tc.size_vars("M N K")
+    X = tc.placeholder((M, K), "float16", name="X")
+    Wg = tc.placeholder((K, N), "float16", name="Wg")
+    Wu = tc.placeholder((K, N), "float16", name="Wu")
+    k, k2 = tc.reduce_axis(K, name="k"), tc.reduce_axis(K, name="k2")
+    G = tc.compute((M, N), lambda i, j: tc.sum(X[i, k] * Wg[k, j], axis=k), name="G", dtype="float16")
+    U = tc.compute((M, N), lambda i, j: tc.sum(X[i, k2] * Wu[k2, j], axis=k2), name="U", dtype="float16")
+    Y = tc.compute((M, N), lambda i, j: tc.silu(G[i, j]) * U[i, j], name="Y")
+    s = tc.create_schedule(Y)
+    io, jo, ii, ji = s[Y].tile(*Y.axis, 32, 32)
+    s[Y].bind(s[Y].fuse(io, jo), "program_id.0")
+    ko, _ = s[G].split(k, tc.knob("BK", [16, 32]))
+    s[U].split(k2, tc.knob("BK", [16, 32]))
+    for T in (G, U):
+        s[T].compute_at(s[Y], s[Y].leaves[0])
+    s[U].compute_with(s[G], ko)
+    return s
+
+
+def test_compute_with_round_trips():
+    s = _twins()
+    assert s.log[-1] == "U: compute_with(G, ko)" and "U.compute_with(G, G_ko)" in str(s.trace)
+    for r in rebuilt(s):
+        assert_same(s, r)
+        assert_same(s, r, {"BK": 32})
+        assert r.trace == s.trace and "runs in it too (compute_with)" in str(tc.lower(r))
 
 
 def test_quiet_stages_record_nothing():

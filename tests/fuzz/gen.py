@@ -579,8 +579,21 @@ class Generator:
         C = self.compute("C", cdims, cbody, dtype=rng.choice([None, "float32", "float16", "bfloat16"]),
                          red=[K], acc=rng.choice(["float32", "float32", None]))
         outs = [C]
-        if rng.random() < 0.6:
-            srcs = [C]
+        twin = None
+        if rng.random() < 0.4:  # a second GEMM of the same left operand (SwiGLU's X @ Wg and X @ Wu)
+            W2 = self.placeholder("W2", pre + ([N, K] if tb else [K, N]), rng.choice([dt2, dt2, "float32"]))
+
+            def dbody(axes):
+                names_ = {s: a for a, s in axes}
+                b = [names_[Bt]] if batched else []
+                i, j, k = names_[M], names_[N], names_[K]
+                a_idx = b + ([k, i] if ta else [i, k])
+                w_idx = b + ([j, k] if tb else [k, j])
+                return E(f"{left}[{', '.join(a_idx)}] * {W2}[{', '.join(w_idx)}]", "f")
+            twin = self.compute("D", cdims, dbody, dtype=rng.choice([None, "float32", dt]), red=[K],
+                                acc=rng.choice(["float32", None]))
+        if twin is not None or rng.random() < 0.6:
+            srcs = [C] + ([twin] if twin is not None else [])
             if rng.random() < 0.5:
                 srcs.append(self.placeholder("bias", [N], rng.choice(FLOAT_DTYPES)))
 
@@ -590,6 +603,89 @@ class Generator:
             Y = self.compute("Y", cdims, ybody, dtype=rng.choice([None, dt]))
             outs = [C, Y] if rng.random() < 0.25 else [Y]
         return outs
+
+    def s_twins(self):
+        """SwiGLU's schedule on fam_gemm's two GEMMs C and D: their consumer tiled, both placed at its tile,
+        their loops over K split alike (mostly) and fused with compute_with, tiles cached (maybe by TMA)."""
+        rng = self.rng
+        s = self.ns["s"]
+        stages = {st.name: st for st in self.compute_stages()}
+        C, D = stages.get("C"), stages.get("D")
+        root = stages.get("Y")
+        if C is None or D is None or root is None or root.tensor not in s.outputs:
+            return
+        spatial = [a for a in root.leaves if a.kind == "spatial"]
+        outs, ins = [], []
+        for a in spatial[-2:]:  # the examples' output tile: the last two spatial axes split, outer parts bound
+            r = self.do_split(root, a, str(rng.choice([1, 4, 16, 32, 64])) if rng.random() < 0.9 else
+                              self.knob([16, 32, 64]))
+            if r is None:
+                return
+            outs.append(r[0])
+            ins.append(r[1])
+        self.do_reorder(root, [a for a in root.leaves if a not in ins] + ins)
+        at = outs[-1]
+        if len(outs) == 2 and rng.random() < 0.4:
+            at = (self.do_swizzle if rng.random() < 0.5 else self.do_fuse)(root, outs[0], outs[1])
+            if at is None:
+                return
+            self.do_bind(root, at, 0)
+            if rng.random() < 0.3:
+                self.do_persistent(root, at)
+        else:
+            for d, a in enumerate(outs):
+                self.do_bind(root, a, d)
+        if self.dead:
+            return
+        f = str(rng.choice([4, 8, 16, 32])) if rng.random() < 0.8 else self.knob([8, 16, 32])
+        loops = {}
+        order = [C, D] if rng.random() < 0.7 else [D, C]
+        stages_ = rng.choice([None, "2", "3", self.knob([1, 2, 3])])
+        for st in order:
+            ff = f if rng.random() < 0.85 else str(rng.choice([4, 8, 16, 32]))
+            red = [a for a in st.leaves if a.kind == "reduce"]
+            r = self.do_split(st, red[-1], ff) if red else None
+            if r is None:
+                continue
+            loops[st.name] = r[0]
+            if stages_ is not None and rng.random() < 0.9:
+                self.sched_line(f"{self.stage_var(st)}.pipeline({self.av(r[0])}, stages={stages_})")
+            self.do_compute_at(st, root, at)
+            if rng.random() < 0.5:
+                for t in st.tensor.inputs:
+                    tma = rng.choice(["", ", tma=True"])
+                    c = self.sched_line(f"s.cache_read({t.name}, 'shared', readers=[{self.stage_var(st)}]{tma})",
+                                        lambda res: res.name)
+                    if c is not None:
+                        self.sched_line(f"{c.name}.compute_at({self.stage_var(st)}, {self.av(r[0])})")
+            if self.dead:
+                return
+        first, second = order
+        if first.name in loops and rng.random() < 0.9:
+            self.sched_line(f"{self.stage_var(second)}.compute_with({self.stage_var(first)}, "
+                            f"{self.av(loops[first.name])})")
+
+    def m_compute_with(self, pairs=None):
+        """compute_with between two reductions: placed at the same loop (as SwiGLU's) when there are such
+        pairs, else any two stages (most are refused: related, or not at one loop)."""
+        rng = self.rng
+        s = self.ns["s"]
+        stages = self.compute_stages()
+        if pairs is None:
+            pairs = [(a, b) for a in stages for b in stages if a is not b and a.tensor.is_reduction
+                     and b.tensor.is_reduction and not s.related(a, b) and a.attach == b.attach
+                     and isinstance(a.attach, tuple)]
+        if pairs and rng.random() < 0.9:
+            a, b = rng.choice(pairs)
+        elif len(stages) >= 2:
+            a, b = rng.sample(stages, 2)
+        else:
+            return
+        inner = self.inner_axes(a)
+        loops = [x for x in a.leaves if x.kind == "reduce" and x not in inner and x not in a.binds]
+        ax = loops[0] if loops and rng.random() < 0.85 else self.pick_leaf(a)
+        if ax is not None:
+            self.sched_line(f"{self.stage_var(b)}.compute_with({self.stage_var(a)}, {self.av(ax)})")
 
     def fam_norm(self) -> list[str]:
         rng = self.rng
@@ -872,8 +968,8 @@ class Generator:
         st = rng.choice(stages)
         kind = rng.choices(
             ["split", "tile", "reorder", "fuse", "compute_at", "inline", "root", "bind", "pipeline", "unroll",
-             "num_warps", "cache_read", "cache_write", "cache_at", "swizzle", "persistent"],
-            weights=[20, 7, 10, 8, 14, 6, 3, 10, 5, 5, 4, 4, 3, 4, 3, 3])[0]
+             "num_warps", "cache_read", "cache_write", "cache_at", "swizzle", "persistent", "compute_with"],
+            weights=[20, 7, 10, 8, 14, 6, 3, 10, 5, 5, 4, 4, 3, 4, 3, 3, 2])[0]
         leaves = list(st.leaves)
         if kind == "split" and leaves:
             self.do_split(st, rng.choice(leaves))
@@ -894,6 +990,8 @@ class Generator:
         elif kind == "persistent" and leaves:
             bound = [a for a in leaves if a in st.binds]
             self.do_persistent(st, rng.choice(bound) if bound and rng.random() < 0.8 else rng.choice(leaves))
+        elif kind == "compute_with":
+            self.m_compute_with()
         elif kind == "compute_at":
             others = [o for o in stages if o is not st]
             rel = self.related_stages(st)
@@ -944,7 +1042,8 @@ class Generator:
         stages = self.compute_stages()
         epi = [(r, y) for r in stages if r.tensor.is_reduction for y in stages
                if r.tensor in y.tensor.inputs and not y.tensor.is_reduction]
-        if epi and rng.random() < 0.5:  # the reduction is the root; its consumer runs as the epilogue
+        if epi and rng.random() < (0.15 if "W2" in self.tensors else 0.5):  # the reduction is the root; its
+            # consumer runs as the epilogue (with twin GEMMs, mostly the other way: both at the consumer)
             r, y = rng.choice(epi)
             self.m_tile(r)
             ko = next((a for a in r.leaves if a.kind == "reduce" and a not in self.inner_axes(r)), None)
@@ -968,6 +1067,7 @@ class Generator:
         if rng.random() < 0.3:
             self.sched_line(f"{self.stage_var(root)}.num_warps({rng.choice(['1', '2', '8', self.knob([2, 4, 8])])})")
         placed = {root.name}
+        red_factor = None
         for st in reversed(stages):
             if st.name in placed or st.tensor in s.outputs:
                 continue
@@ -981,6 +1081,9 @@ class Generator:
                 red = [a for a in st.leaves if a.kind == "reduce"]
                 if red and rng.random() < 0.8:
                     f = str(rng.choice([2, 4, 8, 16, 32, 64])) if rng.random() < 0.8 else self.knob([4, 8, 16, 32])
+                    if red_factor is not None and rng.random() < 0.7:  # a twin reduction: the same loop
+                        f = red_factor
+                    red_factor = f
                     self.do_split(st, red[-1], f)
                 at = self.outer_leaf(target, last=rng.random() < 0.7)
                 if at is not None:
@@ -988,13 +1091,23 @@ class Generator:
             placed.add(st.name)
             if self.dead:
                 return
+        if rng.random() < 0.6:
+            self.m_compute_with()
 
     def schedule(self):
         rng = self.rng
         if rng.random() < 0.1:
             return
         stages = self.compute_stages()
-        if rng.random() < 0.35:
+        twins = "W2" in self.tensors  # fam_gemm's second GEMM: fused schedules (compute_with) more often
+        if twins and rng.random() < 0.7:
+            self.s_twins()
+            for _ in range(rng.choice([0, 0, 0, 1, 2])):
+                if self.dead:
+                    return
+                self.random_primitive()
+            return
+        if rng.random() < (0.7 if twins else 0.35):
             self.s_fused()
             if self.dead:
                 return

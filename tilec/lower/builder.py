@@ -285,6 +285,10 @@ class KernelBuilder(ValueEmitter):
         if numel > targets.MAX_TILE_NUMEL:
             raise LoweringError(f"{x.name} works on a tile of {numel} elements ({shape}), but Triton's tensors "
                                 f"hold at most {targets.MAX_TILE_NUMEL}; use smaller split factors")
+        if len(dims) >= 3 and numel > targets.MAX_TILE_NUMEL_3D:
+            raise LoweringError(f"{x.name} works on a {len(dims)}-d tile of {numel} elements ({shape}); past "
+                                f"{targets.MAX_TILE_NUMEL_3D} elements in three or more dimensions Triton compiles "
+                                f"for minutes; use smaller split factors")
         per_thread = numel * self.unrolled // (32 * self.warps)
         if per_thread > targets.MAX_PER_THREAD:
             copies = f", in {self.unrolled} unrolled copies" if self.unrolled > 1 else ""
@@ -402,7 +406,7 @@ class KernelBuilder(ValueEmitter):
             code = self.scalar(ext)
         else:
             code = self.scalar(a.extent)
-        loop = For(loop_vars[a], code, self.text(a.extent), lay.kind[a], stages_code, role)
+        loop = For(loop_vars[a], code, self.text(a.extent), lay.kind[a], stages_code, role, key=f"{x.name}.{a.name}")
         loop.stages_text = str(factor_value(stages, self.config)) if stages is not None else None
         out.append(loop)
         return loop

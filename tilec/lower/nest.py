@@ -140,6 +140,7 @@ class For:
     step: str | None = None     # persistent: the kernel parameter holding the number of programs
     flatten: str | None = None  # persistent: tl.range's flatten (True, False, or a constexpr parameter)
     flatten_text: str | None = None  # the same under the config, for people
+    key: str | None = None      # "stage.axis" of the loop this is (compute_with finds loops by it)
 
 
 @dataclass

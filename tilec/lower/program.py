@@ -8,7 +8,7 @@ import copy
 
 from tilec.errors import LoweringError
 from tilec.ir.knob import resolve_config
-from tilec.lower import subtiles
+from tilec.lower import fusion, subtiles
 from tilec.lower.builder import KernelBuilder
 from tilec.lower.code import Form
 from tilec.lower.nest import KernelIR, render_nest, render_triton, uses_libdevice
@@ -39,11 +39,32 @@ class Program:
     def _kernel(self, root) -> KernelIR:
         """The loop-nest IR of one kernel; a sub-tiled tile is built piece by piece and merged (subtiles.py)."""
         if root.layout.subtiled is None:
-            return KernelBuilder(self, root).build()
-        axis, extent = root.layout.subtiled
-        builds = [KernelBuilder(self, root, piece=(axis, start, length)).build()
-                  for start, length in subtiles.pieces(extent)]
-        return subtiles.merge(builds, axis.name, extent)
+            kernel = KernelBuilder(self, root).build()
+        else:
+            axis, extent = root.layout.subtiled
+            builds = [KernelBuilder(self, root, piece=(axis, start, length)).build()
+                      for start, length in subtiles.pieces(extent)]
+            kernel = subtiles.merge(builds, axis.name, extent)
+        for name in kernel.stages:  # compute_with: a stage's outermost loop joins another stage's loop
+            st = self.sched.stages[name]
+            if st.fused_with is not None:
+                other, axis = st.fused_with
+                what = f"compute_with({name}, {other.name}.{axis.name})"
+                own = self._outermost_loop(st, what)
+                if self._outermost_loop(other, what) != axis.name:
+                    raise LoweringError(f"{what}: {axis.name} is not {other.name}'s outermost loop (that is "
+                                        f"{self._outermost_loop(other, what)}); compute_with fuses the outermost "
+                                        f"loops of two stages placed at the same loop")
+                kernel = fusion.fuse(kernel, f"{other.name}.{axis.name}", f"{name}.{own}", what)
+        return kernel
+
+    def _outermost_loop(self, st, what: str) -> str:
+        """The name of the outermost serial loop of stage `st` in its kernel (a LoweringError if none)."""
+        loops = self.plan.placed[st.name].layout.loops if st.name in self.plan.placed else []
+        if not loops:
+            raise LoweringError(f"{what}: {st.name} has no serial loop to fuse (its loops are tiles or grid "
+                                f"axes); split its reduction axis and keep the outer part as a loop")
+        return loops[0].name
 
     @property
     def target(self) -> str:

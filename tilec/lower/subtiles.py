@@ -20,7 +20,7 @@ import dataclasses
 import re
 
 from tilec.errors import LoweringError
-from tilec.lower.code import Ex, Fmt, Name, Paren, Tanh, Tensor0d
+from tilec.lower.code import Ex, Fmt, LoopIndex, Name, Paren, Tanh, Tensor0d
 from tilec.lower.nest import (
     AccInit,
     Assign,
@@ -50,7 +50,8 @@ def pieces(extent: int) -> list[tuple[int, int]]:
 
 # -- names a statement defines and reads ------------------------------------------------------
 
-def _target(node) -> str | None:
+def defined(node) -> str | None:
+    """The name a statement writes (None: it writes none)."""
     if isinstance(node, (ProgramId, TileId, Assign, Load, AccInit, TanhExp)):
         return node.name
     if isinstance(node, (Update, Dot)):
@@ -76,10 +77,12 @@ def _sub_ex(e, ren: dict):
         return Tensor0d(_sub_ex(e.x, ren), e.dtype)
     if isinstance(e, Tanh):
         return Tanh(_sub_ex(e.x, ren), ren.get(e.e, e.e))
-    return e  # Lit and LoopIndex: text and loop variables, which no piece renames
+    if isinstance(e, LoopIndex):
+        return LoopIndex(ren.get(e.var, e.var))
+    return e  # Lit: text, which no renaming reaches (statement text is checked for old names instead)
 
 
-def _substitute(node, ren: dict):
+def substitute(node, ren: dict):
     """`node` with the names in `ren` replaced: what it reads, and what it writes."""
     if not ren:
         return node
@@ -109,15 +112,15 @@ class _Merge:
         for k in kernels:
             self._collect(k.body)
             self.used |= {p.name for p in k.params}  # a new name must not shadow a size or tensor either
-        self.defined: set[str] = set()
+        self.written: set[str] = set()
 
     def _collect(self, body) -> None:
         for node in body:
             if isinstance(node, For):
                 self.used.add(node.var)
                 self._collect(node.body)
-            elif _target(node) is not None:
-                self.used.add(_target(node))
+            elif defined(node) is not None:
+                self.used.add(defined(node))
 
     def fresh(self, name: str, n: int) -> str:
         new, extra = f"{name}_{n}", 1
@@ -145,17 +148,17 @@ class _Merge:
                 continue
             if not all(type(n) is type(first) for n in nodes):
                 raise self.fail("the pieces lower to different statements (an internal error; please report it)")
-            before = set(self.defined)
-            variants = [first] + [_substitute(n, self.renames[k]) for k, n in enumerate(nodes[1:], 1)]
+            before = set(self.written)
+            variants = [first] + [substitute(n, self.renames[k]) for k, n in enumerate(nodes[1:], 1)]
             own = [k for k in range(1, len(nodes)) if variants[k] != first]
             if not own:
                 out.append(first)
             else:
                 out.append(_mark(first, self.labels[0]))
-                t0 = _target(first)
+                t0 = defined(first)
                 for k in own:
                     node = variants[k]
-                    t = _target(node)
+                    t = defined(node)
                     if t is not None and t == t0:
                         if t in before:
                             raise self.fail(
@@ -165,10 +168,10 @@ class _Merge:
                         node = _retarget(node, self.renames[k][t])
                     self._check_no_other_piece(node, k)
                     out.append(_mark(node, self.labels[k]))
-                    if _target(node) is not None:
-                        self.defined.add(_target(node))
-            if t0 := _target(first):
-                self.defined.add(t0)
+                    if defined(node) is not None:
+                        self.written.add(defined(node))
+            if t0 := defined(first):
+                self.written.add(t0)
         return out
 
     def _check_no_other_piece(self, node, k: int) -> None:

@@ -29,11 +29,24 @@ DEFAULT_WARPS = (4, 8, 16)
 
 def num_warps(stage: Stage, layout: Layout, config: dict) -> int:
     """The kernel's num_warps: what the schedule set (`num_warps`, a knob resolved in `config`), else the
-    fewest of DEFAULT_WARPS that keep the root stage's spatial tile at VALUES_PER_THREAD values per thread."""
+    fewest of DEFAULT_WARPS that keep the root stage's spatial tile (times the accumulators live beside
+    it: `_accumulators`) at VALUES_PER_THREAD values per thread."""
     if stage.warps is not None:
         return factor_value(stage.warps, config)
-    numel = layout.spatial_tile_numel
+    numel = layout.spatial_tile_numel * _accumulators(stage)
     return next((w for w in DEFAULT_WARPS if numel <= VALUES_PER_THREAD * 32 * w), DEFAULT_WARPS[-1])
+
+
+def _accumulators(root: Stage) -> int:
+    """How many tiles the root's kernel keeps live at once, in the tiles' units: 1, plus one per stage whose
+    loop runs inside another's (compute_with: SwiGLU's two accumulators share one loop over K)."""
+    def under(st: Stage) -> bool:
+        for _ in root.sched.stages:  # at most one step per stage (the plan refuses cycles)
+            if not isinstance(st.attach, tuple):
+                break
+            st = st.attach[0]
+        return st is root
+    return 1 + sum(1 for st in root.sched.stages.values() if st.fused_with is not None and under(st))
 
 
 def _is_pow2(n: int) -> bool:

@@ -95,12 +95,14 @@ def _call_text(name: str, stage, args) -> str:
             parts.append(a.name)
         elif isinstance(a, IterVar):
             owner = stage.attach[0].name if name == "compute_at" and isinstance(stage.attach, tuple) else stage.name
+            if name == "compute_with" and isinstance(stage.fused_with, tuple):
+                owner = stage.fused_with[0].name
             parts.append(f"{owner}.{a.name}")
         else:
             parts.append(repr(a))
-    if name == "compute_at":
+    if name in ("compute_at", "compute_with"):
         parts = [f"{stage.name}"] + parts[1:]
-        return f"compute_at({', '.join(parts)})"
+        return f"{name}({', '.join(parts)})"
     return f"{stage.name}.{name}({', '.join(parts)})"
 
 
@@ -161,14 +163,15 @@ class Stage:
         self.warps: int | Knob | None = None
         self.tma: int | Knob = 0  # a cache_read's loads through tensor descriptors (1, or a tc.flag)
         self.persistent_axes: dict[IterVar, int | Knob] = {}  # grid axis -> flatten (tl.range's), from persistent()
+        self.fused_with: tuple[Stage, IterVar] | None = None  # compute_with: (stage, its loop) this stage's loop joins
         self.touched = False  # any decision about its loops: if not, lowering gives it the default
         self._names = {a.name for a in self.leaves}
 
     def __repr__(self):
         return f"Stage({self.name})"
 
-    _STATE = ("leaves", "relations", "attach", "binds", "pipelines", "unrolled", "warps", "persistent_axes", "touched",
-              "_names")
+    _STATE = ("leaves", "relations", "attach", "binds", "pipelines", "unrolled", "warps", "persistent_axes",
+              "fused_with", "touched", "_names")
 
     def _snapshot(self) -> dict:
         return {"stage": {k: copy.copy(getattr(self, k)) for k in self._STATE},
@@ -392,6 +395,52 @@ class Stage:
                                     f"computed inside {self.name}, so this would make a cycle; compute_root one of them")
         self.attach = (stage, axis)
         self._record("compute_at", StageRef(stage.name), AxisRef(stage.name, axis.name))
+        return self
+
+    @checked
+    def compute_with(self, stage: Stage, axis: IterVar) -> Stage:
+        """Run this stage's outermost loop as one loop with `stage`'s loop `axis` (Halide's compute_with):
+        each iteration does `stage`'s body, then this stage's. For two reductions over the same K placed at
+        the same tile, e.g. SwiGLU's G = X @ Wg and U = X @ Wu: one loop over K whose X tile (loaded once,
+        the same load in both bodies) feeds both dots.
+
+        The two stages must not depend on each other (neither reads the other, directly or through other
+        stages): then running their iterations interleaved computes what running them one after the other
+        does. At lowering, both must be placed at the same loop (compute_at the same stage and axis), `axis`
+        must be `stage`'s outermost loop there, and the two loops must run the same iterations (the same
+        extent, both serial, the same pipelining); otherwise a `LoweringError` says which differs.
+
+        Before and after, as loop nest and Triton: tests/golden/primitives/compute_with.txt.
+        """
+        self._require_compute("compute_with")
+        if not isinstance(stage, Stage):
+            raise _arg(1, "stage", "compute_with", "a stage, e.g. s[G]", stage)
+        if stage is self:
+            raise ArgumentError(f"compute_with: {self.name} cannot be fused with its own loop")
+        if stage.kind != "compute":
+            raise _arg(1, "stage", "compute_with", "a compute stage (not a cache stage)", stage.name)
+        axis = stage._axis(axis, 2, "axis", "compute_with")
+        rel = self.sched.related(self, stage)
+        if rel is not None:
+            reader, read = (stage, self) if rel == "producer" else (self, stage)
+            raise IllegalScheduleError(
+                f"compute_with({self.name}, {stage.name}.{axis.name}): {reader.name} reads {read.name} (directly or "
+                f"through other stages), so one loop running both would read {read.name} before it is complete "
+                f"(flow dependence {read.name} -> {reader.name}); only independent stages share a loop. Place "
+                f"{reader.name} after {read.name} instead (compute_at)",
+                primitive="compute_with", stage=self.name, reason="flow")
+        other = stage
+        while other.fused_with is not None:
+            other = other.fused_with[0]
+            if other is self:
+                raise ArgumentError(f"compute_with({self.name}, {stage.name}.{axis.name}): {stage.name} is already "
+                                    f"fused with {self.name}'s loop; fuse each stage once, with one target")
+        if self.fused_with is not None:
+            raise ArgumentError(f"compute_with: {self.name}'s loop is already fused with "
+                                f"{self.fused_with[0].name}.{self.fused_with[1].name}; a stage joins one loop")
+        self.fused_with = (stage, axis)
+        self.touched = True
+        self._record("compute_with", StageRef(stage.name), AxisRef(stage.name, axis.name))
         return self
 
     @checked

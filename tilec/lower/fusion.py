@@ -1,0 +1,150 @@
+"""Loop fusion for `compute_with`: two sibling loops of a kernel's IR become one.
+
+`s[U].compute_with(s[G], ko)` asks that U's outermost loop run as one loop with G's loop `ko`. The
+kernel is built as usual (G's loop, then U's, each with its accumulator and loads), and this pass,
+on the built IR, turns
+
+    acc_G = 0;  for ko: {G's body};  G_val = acc_G ...;  acc_U = 0;  for k2o: {U's body};  U_val = ...
+
+into
+
+    acc_G = 0;  acc_U = 0;  for ko: {G's body; U's body with k2o -> ko};  G_val = ...;  U_val = ...
+
+The statements between the two loops that read what the first loop computes (G's rounding) move
+after the fused loop; the others (U's accumulator) move before it. In the fused body, a statement of
+U's that is the same as one of G's once renamed (the offsets along K, the X tile: the same address
+and mask) is dropped and its name read as G's: one X load feeds both dots.
+
+It is legal because the schedule refused (`IllegalScheduleError`) two stages of which one reads the
+other: their iterations are independent, so interleaving them computes the same values. Everything
+else that could change a value is refused here with a `LoweringError`: loops that differ (extent,
+kind, pipelining), loops that are not siblings, a statement between them that U's loop reads but that
+needs G's loop, a name that the renaming cannot reach (written inside an operator's text).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import re
+
+from tilec.errors import LoweringError
+from tilec.lower.nest import Assign, Comment, For, KernelIR, Load, statement
+from tilec.lower.subtiles import defined, substitute
+
+
+def _text(node) -> str:
+    """Everything a statement (or a loop, with its body) reads and writes, as Triton text."""
+    if isinstance(node, For):
+        return " ".join([node.var, node.extent, node.step or "", node.flatten or "", node.stages or ""]
+                        + [_text(n) for n in node.body])
+    return statement(node) or ""
+
+
+def _reads(text: str, names) -> set[str]:
+    return {n for n in names if re.search(rf"(?<![\w.]){re.escape(n)}(?!\w)", text)}
+
+
+def _written(body) -> set[str]:
+    out = set()
+    for node in body:
+        if isinstance(node, For):
+            out.add(node.var)
+            out |= _written(node.body)
+        elif defined(node) is not None:
+            out.add(defined(node))
+    return out
+
+
+def _find(body: list, key: str):
+    """(the statement list holding the loop `key`, its index), searching nested loops too; or None."""
+    for n, node in enumerate(body):
+        if isinstance(node, For):
+            if node.key == key:
+                return body, n
+            found = _find(node.body, key)
+            if found is not None:
+                return found
+    return None
+
+
+def _same(node) -> object:
+    """A statement without what names or describes it: two equal ones compute the same value."""
+    return dataclasses.replace(node, name="", nest=None)
+
+
+def fuse(kernel: KernelIR, first: str, second: str, what: str) -> KernelIR:
+    """`kernel` with the loop keyed `second` ("U.k2o") fused into the loop `first` ("G.ko"); `what` names
+    the primitive in errors ("compute_with(U, G.ko)")."""
+    def fail(why: str) -> LoweringError:
+        return LoweringError(f"{what}: {why}")
+
+    kernel = copy.deepcopy(kernel)  # the builder's loops are left as they were built
+
+    a, b = _find(kernel.body, first), _find(kernel.body, second)
+    if a is None or b is None:
+        missing = first if a is None else second
+        raise fail(f"kernel {kernel.name} has no loop {missing}; both stages must be placed in one kernel, at "
+                   f"the same loop (compute_at the same stage and axis), and the loops must be serial loops")
+    (body, i), (body2, j) = a, b
+    if body is not body2:
+        raise fail(f"the loops {first} and {second} are not in the same loop of kernel {kernel.name}; place both "
+                   f"stages at the same loop (compute_at the same stage and axis)")
+    target, own = body[i], body[j]
+    head = lambda x: (x.extent, x.kind, x.stages)  # noqa: E731
+    if head(target) != head(own):
+        raise fail(f"the loops differ: {first} runs [0, {target.extent_text}) {target.kind}"
+                   f"{', stages=' + str(target.stages_text) if target.stages else ''}, {second} runs "
+                   f"[0, {own.extent_text}) {own.kind}{', stages=' + str(own.stages_text) if own.stages else ''}; "
+                   f"give both the same split factor and pipelining")
+    if target.kind != "serial":
+        raise fail(f"{first} is a {target.kind} loop; only serial loops are fused")
+    lo, hi = min(i, j), max(i, j)
+    one, two = body[lo], body[hi]
+    # the statements between the loops: those that need the first loop go after the fused loop
+    needs = _written([one]) | {one.var}
+    before, after = [], []
+    for node in body[lo + 1:hi]:
+        if _reads(_text(node), needs):
+            after.append(node)
+            needs |= _written([node])
+        else:
+            before.append(node)
+    late = _reads(_text(two), needs)
+    if late:
+        raise fail(f"{two.key}'s loop reads {', '.join(sorted(late))}, which is computed by or after {one.key}'s "
+                   f"loop; the stages are not independent there")
+    early = _reads(_text(one), _written(before))
+    if early:  # pragma: no cover - names are unique in a kernel; a guard, never a mixed-up kernel
+        raise fail(f"{one.key}'s loop reads {', '.join(sorted(early))} (an internal error; please report it)")
+
+    # the fused body: the first loop's statements, then the second's renamed, shared statements once
+    ren = {two.var: one.var}
+    seen = {_same(n): n.name for n in one.body if isinstance(n, (Assign, Load))}
+    comments = {n for n in one.body if isinstance(n, Comment)}
+    merged = list(one.body)
+    for node in two.body:
+        new = _rename(node, ren)
+        left = _reads(_text(new), ren)
+        if left:  # a name written inside an operator's text, which the renaming cannot see
+            raise fail(f"a statement of {two.key}'s loop still reads {', '.join(sorted(left))} after the renaming "
+                       f"({_text(new)!r}; an internal error; please report it)")
+        if isinstance(new, (Assign, Load)) and _same(new) in seen:
+            ren[new.name] = seen[_same(new)]
+            if isinstance(new, Load) and merged and isinstance(merged[-1], Comment) and merged[-1] not in comments:
+                note = merged[-1].text.replace(", loaded here", "")  # "X_shared_: tile of X read by U"
+                merged[-1] = Comment(f"{note}: {seen[_same(new)]}, the same tile, loaded once above")
+            continue
+        if isinstance(new, Comment) and new in comments:
+            continue
+        merged.append(new)
+    role = f"{one.role}; {two.role.split(':')[0]} runs in it too (compute_with)"
+    fused = dataclasses.replace(one, body=merged, role=role)
+    body[lo:hi + 1] = before + [fused] + after
+    return kernel
+
+
+def _rename(node, ren: dict):
+    if isinstance(node, For):
+        return dataclasses.replace(node, var=ren.get(node.var, node.var), body=[_rename(n, ren) for n in node.body])
+    return substitute(node, ren)
