@@ -33,6 +33,7 @@ import rmsnorm  # noqa: E402
 import rowscale_fp8  # noqa: E402
 import silu_mul_fp8  # noqa: E402
 import softmax  # noqa: E402
+import splitk_gemm  # noqa: E402
 import swiglu  # noqa: E402
 import transpose_bias  # noqa: E402
 
@@ -82,6 +83,7 @@ EAGER = {
     transpose_bias: lambda x, b: x.t() + b[:, None],
     rowscale_fp8: rowscale_fp8.reference,
     swiglu: lambda x, wg, wu: F.silu(x @ wg) * (x @ wu),
+    splitk_gemm: lambda a, w: F.silu(a @ w),
 }
 
 
@@ -201,13 +203,23 @@ def persistent_configs(quick):
 
 
 def swiglu_configs(quick):
-    """examples/swiglu.py's configs: 128 x 128 output tiles (two float32 accumulators: 8 warps by default)
-    and 64 x 128, with and without tensor descriptors."""
+    """examples/swiglu.py's configs: 128 x 128 output tiles (two float32 accumulators: 8 warps by default),
+    64 x 128, and 192- or 256-wide ones (at M=256, 128 x 192 tiles are 128 programs: one wave on 132 SMs),
+    with and without tensor descriptors."""
     out = []
     for bm, bn, st, tma in [(128, 128, 3, 1), (128, 128, 4, 1), (64, 128, 4, 1), (128, 64, 4, 1), (128, 128, 3, 0),
-                            (64, 128, 4, 0)]:
+                            (64, 128, 4, 0), (128, 192, 3, 1), (128, 192, 4, 1), (64, 256, 3, 1), (64, 192, 4, 1)]:
         out.append({"BM": bm, "BN": bn, "BK": 64, "stages": st, "GROUP_M": 8, "TMA": tma})
     return out[:2] if quick else out
+
+
+def splitk_configs(quick, parts=(1, 2, 3, 4)):
+    """examples/splitk_gemm.py's configs: 128 x 128 and 128 x 64 tiles with TMA, SPLIT_K parts each."""
+    out = []
+    for bm, bn, st in [(128, 128, 4), (128, 128, 3), (128, 64, 4), (64, 128, 4)]:
+        for sk in parts:
+            out.append({"BM": bm, "BN": bn, "BK": 64, "stages": st, "GROUP_M": 8, "TMA": 1, "SPLIT_K": sk})
+    return out[:4] if quick else out
 
 
 def gemm_configs(quick):
@@ -223,7 +235,7 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-compile", action="store_true")
-    ap.add_argument("--only", help="comma-separated groups: gemm, mix, swiglu, other")
+    ap.add_argument("--only", help="comma-separated groups: gemm, mix, swiglu, splitk, other")
     ap.add_argument("--anchor", help="path of the hand-written kernel (shared/anchors/hand_tma_gemm.py)")
     a = ap.parse_args()
     cr = not a.no_compile
@@ -248,6 +260,13 @@ def main():
                        nbytes=2 * (M * K + 2 * K * N + M * N), schedules=[(TWO_LOOPS, swiglu_configs(a.quick))],
                        compile_ref=False)
         rows.append(two)
+    for M, Nk, Kk in ((128, 4096, 14336), (256, 4096, 14336), (512, 4096, 14336)) if want("splitk") else ():
+        sizes = dict(M=M, N=Nk, K=Kk)
+        fl, nb = 2 * M * Nk * Kk, 2 * (M * Kk + Kk * Nk + M * Nk)
+        rows.append(workload(f"splitk {M}x{Nk}x{Kk}", splitk_gemm, sizes, flops=fl, nbytes=nb, cublas=True,
+                             schedules=[(splitk_gemm, splitk_configs(a.quick))], compile_ref=cr))
+        rows.append(workload(f"splitk {M}x{Nk}x{Kk} SPLIT_K=1", splitk_gemm, sizes, flops=fl, nbytes=nb,
+                             schedules=[(splitk_gemm, splitk_configs(a.quick, parts=(1,)))], compile_ref=False))
     if not want("other"):
         return _report(rows, a.json)
     for M in (1024, 8192):

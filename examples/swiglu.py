@@ -32,7 +32,7 @@ def make(one_loop=True):
     s = tc.create_schedule(Y)
     i, j = Y.axis
     io, ii = s[Y].split(i, tc.knob("BM", [64, 128]))
-    jo, ji = s[Y].split(j, tc.knob("BN", [64, 128]))
+    jo, ji = s[Y].split(j, tc.knob("BN", [64, 128, 192, 256]))
     s[Y].reorder(io, jo, ii, ji)
     tiles = s[Y].swizzle(io, jo, group=tc.knob("GROUP_M", [8, 1, 4]))
     s[Y].bind(tiles, "program_id.0")

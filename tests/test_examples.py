@@ -15,7 +15,7 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 sys.path.insert(0, str(EXAMPLES))
 import common  # noqa: E402
 
-NAMES = ["matmul", "matmul_silu", "persistent_gemm", "swiglu", "rmsnorm", "softmax", "transpose_bias", "batched_matmul",
+NAMES = ["matmul", "matmul_silu", "persistent_gemm", "swiglu", "splitk_gemm", "rmsnorm", "softmax", "transpose_bias", "batched_matmul",
          "silu_mul_fp8", "rowscale_fp8"]
 
 

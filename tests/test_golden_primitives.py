@@ -225,6 +225,24 @@ def compute_with(after):
     return Built(s, [X, Wg, Wu, Y], torch_swiglu)
 
 
+def split_k(after):
+    """split_k(axis, parts): the loop over K in 3 parts, one program each (program_id.2): each sums its
+    chunk of ko into the float32 workspace C_part[part, i, j]; a second kernel adds the 3 partial sums
+    in order, rounds C to float16 and runs SiLU, the epilogue, on the whole sum. Before it, one kernel
+    whose program loops over all of K."""
+    A, W, C, Y = gemm_silu()
+    s = tc.create_schedule(Y)
+    io, jo, ii, ji = s[C].tile(*C.axis, 16, 16)
+    ko, ki = s[C].split(C.reduce_axis[0], 16)
+    s[C].reorder(io, jo, ko, ii, ji, ki)
+    s[C].bind(io, "program_id.0")
+    s[C].bind(jo, "program_id.1")
+    if after:
+        s[C].split_k(ko, 3)
+    s[Y].compute_at(s[C], jo)
+    return Built(s, [A, W, Y], lambda a, w: torch.nn.functional.silu(torch_matmul(a, w).float()).to(a.dtype))
+
+
 def swizzle(after):
     """swizzle(outer, inner, group): like fuse(io, jo) bound to program_id.0, but the programs run
     in groups of 2 io tiles (rows of C) going down the jo tiles together, so the programs that run at
@@ -435,7 +453,7 @@ def interpreter_tanh(after):
 
 
 CASES = [split, tile, reorder, fuse, bind, swizzle, persistent, subtiles, pipeline, num_warps, unroll, compute_at_epilogue,
-         compute_at_producer, compute_inline, compute_root, compute_with, cache_read, cache_read_tma, cache_write, int64_offsets,
+         compute_at_producer, compute_inline, compute_root, compute_with, split_k, cache_read, cache_read_tma, cache_write, int64_offsets,
          assume_drops_mask, interpreter_bf16_dot, interpreter_tanh]
 
 # The helpers a golden file quotes when its case (or a helper it quotes) calls them.

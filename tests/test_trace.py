@@ -366,6 +366,7 @@ def test_every_primitive_round_trips():
     cio, cii = s[R].split(ci, 4)
     s[R].unroll(cio)
     s[R].num_warps(2)
+    s[R].split_k(co, 2)
     s.cache_read(b, "shared", readers=[R]).compute_at(s[R], ro)
     s.cache_write(R, "local").compute_at(s[R], ro)
     s[P].compute_at(s[Q], g)
@@ -374,7 +375,7 @@ def test_every_primitive_round_trips():
     s[P].compute_inline()
     assert {st.primitive for st in s.trace} == {"split", "reorder", "fuse", "bind", "num_warps", "pipeline", "unroll",
                                               "cache_read", "cache_write", "compute_at", "compute_root",
-                                              "compute_inline", "swizzle", "persistent"}
+                                              "compute_inline", "swizzle", "persistent", "split_k"}
     # every primitive there is, with compute_with's schedule below (it needs two independent stages)
     assert set(trace_mod.PRIMITIVES) == {st.primitive for st in s.trace} | {st.primitive for st in _twins().trace}
     assert s.log[-5:] == ["P: compute_at(Q, io_jo)", "P: compute_root()", "P: fuse(i, j) -> i_j",

@@ -852,6 +852,12 @@ class Generator:
         return self.sched_line(f"{self.stage_var(st)}.swizzle({self.av(a)}, {self.av(b)}, group={group})",
                                lambda r: self.name_axes(st, [r]))
 
+    def do_split_k(self, st, axis):
+        rng = self.rng
+        parts = rng.choice(["2", "3", "4", "1", "7", self.knob([1, 2, 4])])
+        det = "" if rng.random() < 0.7 else ", deterministic=False"
+        self.sched_line(f"{self.stage_var(st)}.split_k({self.av(axis)}, {parts}{det})")
+
     def do_persistent(self, st, axis):
         flatten = self.rng.choice(["False", "True", f"tc.flag({self.rng.choice(KNOB_NAMES)!r})"])
         self.sched_line(f"{self.stage_var(st)}.persistent({self.av(axis)}, flatten={flatten})")
@@ -912,6 +918,8 @@ class Generator:
         if routs and rng.random() < 0.3:
             self.sched_line(f"{self.stage_var(st)}.pipeline({self.av(routs[0])}, "
                             f"stages={rng.choice(['2', '3', self.knob([1, 2, 3, 4])])})")
+        if routs and rng.random() < 0.35:
+            self.do_split_k(st, routs[0])
 
     def m_epilogue(self, st):
         prods = [o for o in self.related_stages(st) if self.ns["s"].related(st, o) == "consumer"]
@@ -968,8 +976,9 @@ class Generator:
         st = rng.choice(stages)
         kind = rng.choices(
             ["split", "tile", "reorder", "fuse", "compute_at", "inline", "root", "bind", "pipeline", "unroll",
-             "num_warps", "cache_read", "cache_write", "cache_at", "swizzle", "persistent", "compute_with"],
-            weights=[20, 7, 10, 8, 14, 6, 3, 10, 5, 5, 4, 4, 3, 4, 3, 3, 2])[0]
+             "num_warps", "cache_read", "cache_write", "cache_at", "swizzle", "persistent", "compute_with",
+             "split_k"],
+            weights=[20, 7, 10, 8, 14, 6, 3, 10, 5, 5, 4, 4, 3, 4, 3, 3, 2, 2])[0]
         leaves = list(st.leaves)
         if kind == "split" and leaves:
             self.do_split(st, rng.choice(leaves))
@@ -992,6 +1001,13 @@ class Generator:
             self.do_persistent(st, rng.choice(bound) if bound and rng.random() < 0.8 else rng.choice(leaves))
         elif kind == "compute_with":
             self.m_compute_with()
+        elif kind == "split_k":
+            reds = [x for x in stages if x.tensor.is_reduction]
+            t = rng.choice(reds) if reds and rng.random() < 0.9 else st
+            loops = [a for a in t.leaves if a.kind == "reduce" and a not in self.inner_axes(t)]
+            ax = loops[0] if loops and rng.random() < 0.85 else self.pick_leaf(t)
+            if ax is not None:
+                self.do_split_k(t, ax)
         elif kind == "compute_at":
             others = [o for o in stages if o is not st]
             rel = self.related_stages(st)

@@ -53,6 +53,7 @@ from tilec.lower.nest import (
     TileId,
     Update,
 )
+from tilec.lower.nest import Load as LoadTile
 from tilec.lower.values import AxisVal, Val, ValueEmitter, castable
 from tilec.plan.placement import Placed
 from tilec.schedule.schedule import Fuse, Split, Stage
@@ -98,9 +99,11 @@ class KernelBuilder(ValueEmitter):
     """Builds the loop-nest IR of the kernel whose root stage is `root`: its loops, stages and statements
     here, its values in `ValueEmitter` (tilec/lower/values.py)."""
 
-    def __init__(self, program, root: Placed, piece=None):
+    def __init__(self, program, root: Placed, piece=None, split=None):
         self.p, self.root_placed, self.root, self.config = program, root, root.stage, program.config
         self.piece = piece  # (tile axis, start, length): build only this piece of a sub-tiled tile
+        self.split = split  # split_k: a SplitK (which of its two kernels this is), or None
+        self.part: str | None = None  # split_k's partial kernel: the program id of this program's part
         self.full_extent: dict[str, str] = {}  # a sub-tiled dim's whole extent, for the size checks
         self.warps = root.layout.warps  # the schedule's num_warps, or the plan's default for its tile
         self.unrolled = 1  # copies of the code being emitted: the product of the enclosing unrolled loops
@@ -199,6 +202,11 @@ class KernelBuilder(ValueEmitter):
                 self.persistent = (var, self.stmts, len(self.stmts))
             self.stmts.append(ProgramId(var, st.binds[a]))  # int64 in the int64 form (nest.py)
             leaf_val[a], level_of[a] = Val(Name(var), (), "int32"), -1
+        if self.split is not None and self.split.mode == "partial" and x is self.root:
+            self.part = self.fresh("part")
+            out.append(Comment(f"{x.name}: split_k part -> program_id.{self.split.dim}: this program sums one "
+                               f"chunk of {self.split.axis.name}"))
+            self.stmts.append(ProgramId(self.part, self.split.dim))
         loop_vars = {}
         for n, a in enumerate(lay.loops):
             loop_vars[a] = self.fresh(a.name)
@@ -320,6 +328,8 @@ class KernelBuilder(ValueEmitter):
     def _attached(self, placed: Placed, level: int, which: str, out: list) -> None:
         """Emit what is placed at `placed`'s loop `level`: caches and producers first, consumers after."""
         x = placed.stage
+        if which == "consumer" and self.split is not None and self.split.mode == "partial" and x is self.root:
+            return  # split_k: the stage is not complete in its partial kernel; its consumers run in the combine
         if which == "producer":
             for c in placed.caches.get(level, []):
                 self.emit_cache(c, x, level, out)
@@ -354,6 +364,15 @@ class KernelBuilder(ValueEmitter):
 
     def emit_loops(self, placed, loop_vars, defs, define, n, out) -> None:
         x, lay = placed.stage, placed.layout
+        if n == lay.first_reduce and x.tensor.is_reduction and self.split is not None and x is self.root:
+            acc = self.acc_init(x, out)
+            if self.split.mode == "partial":  # this program's chunk of the loop, its sum to the workspace
+                self.emit_reduce_loops(placed, loop_vars, defs, define, n, out, acc)
+                self.store_partial(x, acc, out)
+                return
+            self.combine_partials(x, acc, out)  # the combine kernel: the parts' sums, in order
+            self.finish(x, Val(Name(acc[0]), acc[1], acc[2]), out)
+            return
         if n == lay.first_reduce and x.tensor.is_reduction:
             acc = self.acc_init(x, out)
             self.emit_reduce_loops(placed, loop_vars, defs, define, n, out, acc)
@@ -406,7 +425,18 @@ class KernelBuilder(ValueEmitter):
             code = self.scalar(ext)
         else:
             code = self.scalar(a.extent)
-        loop = For(loop_vars[a], code, self.text(a.extent), lay.kind[a], stages_code, role, key=f"{x.name}.{a.name}")
+        start = start_text = None
+        text = self.text(a.extent)
+        if self.part is not None and x is self.root and a is self.split.axis:  # this program's chunk
+            chunk = self.fresh(f"chunk_{a.name}")
+            out.append(Assign(chunk, Lit(f"tl.cdiv({code}, {self._parts()})"),
+                              f"{chunk} = cdiv({text}, {self.split.parts_text})  # iterations per part"))
+            start, start_text = f"{self.part} * {chunk}", f"{self.part} * {chunk}"
+            code = f"tl.minimum({start} + {chunk}, {code})"
+            text = f"min({start} + {chunk}, {text})"
+            role = f"{x.name}.{a.name}: serial reduction loop, one chunk per part (split_k)"
+        loop = For(loop_vars[a], code, text, lay.kind[a], stages_code, role, key=f"{x.name}.{a.name}",
+                   start=start, start_text=start_text)
         loop.stages_text = str(factor_value(stages, self.config)) if stages is not None else None
         out.append(loop)
         return loop
@@ -528,6 +558,59 @@ class KernelBuilder(ValueEmitter):
                        f"{acc}[{m}, {n}] += {red.body!r}  over tile [{k}]  (tl.dot)"))
         return True
 
+    def _parts(self) -> str:
+        """split_k's number of parts, as Triton text (an int, or a knob's constexpr parameter)."""
+        return self.scalar(self.split.parts_expr)
+
+    def _workspace(self, x: Stage, with_part: Ex | None) -> tuple[Val, Ex | None]:
+        """(address, mask, dims) of this tile of split_k's workspace: part `with_part`, or the one sum."""
+        ws = self.split.workspace
+        ptr = self.tensor_param(ws)
+        env = self.env[x.name]
+        idx = ([Val(with_part, (), "int32")] if with_part is not None else []) + \
+              [Val(env[a].code, env[a].dims, "int32") for a in x.tensor.axis]
+        addr = self.address(ptr, ws, idx)
+        masks = [Val(env[a].mask, env[a].dims, "bool") for a in x.tensor.axis if env[a].mask]
+        mask = self.combine(" & ".join(["{}"] * len(masks)), masks, "bool", order=addr.dims).code if masks else None
+        return addr, mask
+
+    def store_partial(self, x: Stage, acc, out: list) -> None:
+        """split_k's partial kernel: this part's sum of the tile, to its slice of the workspace (or added
+        to the one sum with an atomic, deterministic=False)."""
+        name, dims, dtype = acc
+        ws = self.split.workspace
+        atomic = not self.split.deterministic
+        addr, mask = self._workspace(x, None if atomic else Name(self.part))
+        if ws.name not in self.stores:
+            self.stores.append(ws.name)
+        axes = ", ".join(a.name for a in x.tensor.axis)
+        out.append(Store(addr.code, self.expand(Val(Name(name), dims, dtype), addr.dims, full=True), mask,
+                         f"{ws.name}[{'' if atomic else 'part, '}{axes}] {'+=' if atomic else '='} {name}  # "
+                         f"{'atomic add' if atomic else 'store'}, {dtype}", atomic=atomic))
+
+    def combine_partials(self, x: Stage, acc, out: list) -> None:
+        """split_k's combine kernel: the parts' sums of the tile added in order, part 0 first (or the one
+        atomic sum loaded), into the accumulator; the stage is rounded and its epilogue runs after."""
+        name, dims, dtype = acc
+        ws = self.split.workspace
+        if ws.name not in self.loads:
+            self.loads.append(ws.name)
+        if not self.split.deterministic:
+            addr, mask = self._workspace(x, None)
+            part_tile = self.fresh(f"{ws.name.lower()}_tile")
+            out.append(LoadTile(part_tile, addr.code, mask, f"{part_tile} = {ws.name}[...]"))
+            out.append(Update(name, f("{} + {}", Name(name), Name(part_tile)), f"{name} += {part_tile}"))
+            return
+        part = self.fresh("part")
+        loop = For(part, self._parts(), self.split.parts_text, "serial", None,
+                   f"{x.name}: the split_k parts' sums, added in order")
+        out.append(loop)
+        addr, mask = self._workspace(x, LoopIndex(part))
+        part_tile = self.fresh(f"{ws.name.lower()}_tile")
+        loop.body.append(LoadTile(part_tile, addr.code, mask, f"{part_tile} = {ws.name}[{part}, ...]"))
+        loop.body.append(Update(name, f("{} + {}", Name(name), Name(part_tile)),
+                                f"{name}[{', '.join(dims)}] += {part_tile}"))
+
     def compute(self, x: Stage, out: list) -> None:
         """The body of an elementwise stage at its innermost point: compute, then store/keep."""
         saved, self.stmts = self.stmts, out
@@ -587,6 +670,9 @@ class KernelBuilder(ValueEmitter):
         for a in lay.grid:
             grid[lay.stage.binds[a]] = a.extent
         ndim = max([lay.stage.binds[a] + 1 for a in lay.grid], default=1)
+        if self.part is not None:  # split_k's partial kernel: one program per part on a grid dimension
+            grid[self.split.dim] = self.split.parts_expr
+            ndim = max(ndim, self.split.dim + 1)
         grid = grid[:ndim]
         kinds = {"tensor": 0, "descriptor": 1, "size": 2, "programs": 3, "stride": 4, "constexpr": 5}
         size_order = list(sizes_of(self.p.sched.tensors.values()))
@@ -607,7 +693,10 @@ class KernelBuilder(ValueEmitter):
                   "schedule:"] + [f"  {line}" for line in log]
         header += [f"  {n}: default schedule (tiles on its last axes)" for n in self.stages
                    if not self.p.sched.stages[n].touched and self.placed[n].layout.leaves]
+        if self.split is not None:
+            header.insert(2, f"split_k: {self.split.describe()}")
+        name = f"{self.root.name}_partial_kernel" if self.part is not None else f"{self.root.name}_kernel"
         return KernelIR(
-            name=f"{self.root.name}_kernel", root=self.root.name, stages=self.stages, params=params,
+            name=name, root=self.root.name, stages=self.stages, params=params,
             grid=grid, grid_text=[self.text(g) for g in grid], body=body, header=header, num_warps=warps,
             outputs=self.stores, inputs=self.loads, persistent=self.persistent is not None)

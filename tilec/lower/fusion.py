@@ -36,7 +36,7 @@ from tilec.lower.subtiles import defined, substitute
 def _text(node) -> str:
     """Everything a statement (or a loop, with its body) reads and writes, as Triton text."""
     if isinstance(node, For):
-        return " ".join([node.var, node.extent, node.step or "", node.flatten or "", node.stages or ""]
+        return " ".join([node.var, node.start or "", node.extent, node.step or "", node.flatten or "", node.stages or ""]
                         + [_text(n) for n in node.body])
     return statement(node) or ""
 
@@ -91,7 +91,7 @@ def fuse(kernel: KernelIR, first: str, second: str, what: str) -> KernelIR:
         raise fail(f"the loops {first} and {second} are not in the same loop of kernel {kernel.name}; place both "
                    f"stages at the same loop (compute_at the same stage and axis)")
     target, own = body[i], body[j]
-    head = lambda x: (x.extent, x.kind, x.stages)  # noqa: E731
+    head = lambda x: (x.start, x.extent, x.kind, x.stages)  # noqa: E731
     if head(target) != head(own):
         raise fail(f"the loops differ: {first} runs [0, {target.extent_text}) {target.kind}"
                    f"{', stages=' + str(target.stages_text) if target.stages else ''}, {second} runs "

@@ -73,12 +73,14 @@ class Load:
 
 @dataclass(frozen=True)
 class Store:
-    """`tl.store(address, value, mask=mask)`."""
+    """`tl.store(address, value, mask=mask)`; with `atomic`, `tl.atomic_add(...)` (split_k's partial sums
+    with deterministic=False)."""
 
     address: Ex
     value: Ex
     mask: Ex | None
     nest: str | None = None
+    atomic: bool = False
 
 
 @dataclass(frozen=True)
@@ -141,6 +143,8 @@ class For:
     flatten: str | None = None  # persistent: tl.range's flatten (True, False, or a constexpr parameter)
     flatten_text: str | None = None  # the same under the config, for people
     key: str | None = None      # "stage.axis" of the loop this is (compute_with finds loops by it)
+    start: str | None = None    # a serial loop's first value when not 0 (split_k: this program's chunk)
+    start_text: str | None = None
 
 
 @dataclass
@@ -206,7 +210,7 @@ def statement(node, form: Form = CUDA) -> str | None:
         return f"{node.name} = tl.load({r(node.address)}{mask})"
     if isinstance(node, Store):
         mask = f", mask={r(node.mask)}" if node.mask is not None else ""
-        return f"tl.store({r(node.address)}, {r(node.value)}{mask})"
+        return f"tl.{'atomic_add' if node.atomic else 'store'}({r(node.address)}, {r(node.value)}{mask})"
     if isinstance(node, AccInit):
         return f"{node.name} = tl.full({node.shape}, {node.init}, {dtypes.triton_name(node.dtype)})"
     if isinstance(node, Update):
@@ -259,7 +263,8 @@ def render_triton(kernel: KernelIR, form: Form = CUDA) -> str:
                     lines.append(f"{pad}for {node.var} in tl.range(tl.program_id(0), {node.extent}, {node.step}"
                                  f"{_stages_kw(node.stages)}, flatten={node.flatten}):")
                 else:
-                    lines.append(f"{pad}for {node.var} in tl.range(0, {node.extent}{_stages_kw(node.stages)}):")
+                    lines.append(f"{pad}for {node.var} in tl.range({node.start or 0}, {node.extent}"
+                                 f"{_stages_kw(node.stages)}):")
                 emit(node.body, indent + 1)
                 continue
             line = statement(node, form)
@@ -287,7 +292,7 @@ def render_nest(kernel: KernelIR) -> str:
                 how = {"unroll": "unrolled", "persistent": "persistent"}.get(node.kind, "serial")
                 if node.stages:
                     how += f", pipelined stages={node.stages_text or node.stages}"
-                span = f"[0, {node.extent_text})"
+                span = f"[{node.start_text or 0}, {node.extent_text})"
                 if node.kind == "persistent":
                     span = f"[program_id.0, {node.extent_text}) step #programs"
                     how += ", flattened" if node.flatten_text == "True" else ""

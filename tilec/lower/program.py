@@ -5,9 +5,13 @@ kernels in launch order. `lower(s, config)` returns it; print it to read the loo
 from __future__ import annotations
 
 import copy
+import dataclasses
+from dataclasses import dataclass
 
 from tilec.errors import LoweringError
-from tilec.ir.knob import resolve_config
+from tilec.ir.expr import Const
+from tilec.ir.knob import Knob, factor_value, resolve_config
+from tilec.ir.tensor import Tensor
 from tilec.lower import fusion, subtiles
 from tilec.lower.builder import KernelBuilder
 from tilec.lower.code import Form
@@ -17,6 +21,34 @@ from tilec.plan.check import check_schedule
 from tilec.schedule.schedule import Schedule
 
 TARGETS = ("cuda", "interpreter")
+
+
+@dataclass(frozen=True)
+class SplitK:
+    """split_k on a root stage, for its kernels' builders: which kernel (`mode`: "partial", its parts'
+    sums to the workspace; "combine", their sum in order, then the rounding and the epilogue), the loop
+    split, the number of parts (a Const or a Knob, and its value as text), the grid dimension of the
+    parts, and the workspace tensor ((parts, *shape), or (*shape) zeroed for the atomics)."""
+
+    mode: str
+    axis: object
+    parts_expr: object
+    parts_text: str
+    deterministic: bool
+    dim: int
+    workspace: Tensor
+
+    def as_mode(self, mode: str) -> SplitK:
+        return dataclasses.replace(self, mode=mode)
+
+    def describe(self) -> str:
+        how = "added in order" if self.deterministic else "added with atomics (deterministic=False)"
+        return (f"{self.axis.name} in {self.parts_text} parts (program_id.{self.dim}), float32 partial sums in "
+                f"{self.workspace.name}, {how}; this is the {self.mode} kernel")
+
+
+def _as_expr(parts):
+    return parts if isinstance(parts, Knob) else Const(int(parts), "int32")
 
 
 class Program:
@@ -33,16 +65,64 @@ class Program:
         self.plan = self.analysis.plan
         self.masks = self.analysis.masks  # decided by isl here, before any code is written
         self.stored, self.buffers = self.plan.stored, self.plan.buffers
-        self.kernels: list[KernelIR] = [self._kernel(root) for root in self.plan.kernels]
+        self.workspaces: dict[str, tuple] = {}  # split_k: name -> (its Tensor, zeroed before the call)
+        roots = {r.stage.name for r in self.plan.kernels}
+        for st in sched.stages.values():
+            if st.k_split is not None and st.name not in roots:
+                raise LoweringError(f"{st.name}.split_k({st.k_split[0].name}): {st.name} is computed inside another "
+                                    f"stage's kernel (compute_at or inline); split-K splits a kernel's root stage: "
+                                    f"compute_root({st.name}), or place its consumers in its loops instead")
+        self.kernels: list[KernelIR] = [k for root in self.plan.kernels for k in self._kernels(root)]
         self._source = None
 
-    def _kernel(self, root) -> KernelIR:
+    def _kernels(self, root) -> list[KernelIR]:
+        """The kernels of one root stage: one, or split_k's partial and combine kernels."""
+        split = self._split_k(root)
+        if split is None:
+            return [self._kernel(root)]
+        return [self._kernel(root, split.as_mode("partial")), self._kernel(root, split.as_mode("combine"))]
+
+    def _split_k(self, root) -> SplitK | None:
+        st = root.stage
+        if st.k_split is None:
+            return None
+        axis, parts, deterministic = st.k_split
+        what = f"{st.name}.split_k({axis.name})"
+        lay = root.layout
+        if lay.persistent:
+            raise LoweringError(f"{what}: {st.name}'s grid is persistent; split-K needs one program per part "
+                                f"beside the tiles (drop persistent, or split_k)")
+        if lay.first_reduce >= len(lay.loops) or lay.loops[lay.first_reduce] is not axis:
+            first = lay.loops[lay.first_reduce].name if lay.first_reduce < len(lay.loops) else None
+            raise LoweringError(f"{what}: {axis.name} is not {st.name}'s outermost reduction loop"
+                                + (f" (that is {first})" if first else " (it has none: split the reduction axis "
+                                   "and keep the outer part as a loop)"))
+        if lay.kind[axis] != "serial":
+            raise LoweringError(f"{what}: {axis.name} is an unrolled loop; split-K runs a serial loop in parts")
+        if any(o.fused_with is not None for o in self.sched.stages.values()
+               if o is st or o.fused_with is not None and o.fused_with[0] is st):
+            raise LoweringError(f"{what}: not with compute_with in the same kernel yet")
+        used = set(st.binds.values())
+        free = [d for d in (1, 2) if d not in used]
+        if not free:
+            raise LoweringError(f"{what}: program_id.1 and .2 are both bound; split-K runs its parts on a free "
+                                f"grid dimension (fuse the grid axes onto program_id.0)")
+        red = st.tensor.body
+        name, n = f"{st.name}_part", 1
+        while name in self.sched.tensors or name in self.workspaces:
+            name, n = f"{st.name}_part{n}", n + 1
+        shape = tuple(st.tensor.shape) if not deterministic else (_as_expr(parts),) + tuple(st.tensor.shape)
+        ws = Tensor(name, shape, red.dtype)
+        self.workspaces[name] = (ws, not deterministic)
+        return SplitK("", axis, _as_expr(parts), str(factor_value(parts, self.config)), deterministic, free[0], ws)
+
+    def _kernel(self, root, split=None) -> KernelIR:
         """The loop-nest IR of one kernel; a sub-tiled tile is built piece by piece and merged (subtiles.py)."""
         if root.layout.subtiled is None:
-            kernel = KernelBuilder(self, root).build()
+            kernel = KernelBuilder(self, root, split=split).build()
         else:
             axis, extent = root.layout.subtiled
-            builds = [KernelBuilder(self, root, piece=(axis, start, length)).build()
+            builds = [KernelBuilder(self, root, piece=(axis, start, length), split=split).build()
                       for start, length in subtiles.pieces(extent)]
             kernel = subtiles.merge(builds, axis.name, extent)
         for name in kernel.stages:  # compute_with: a stage's outermost loop joins another stage's loop
@@ -105,6 +185,10 @@ class Program:
         parts = [render_nest(k) for k in self.kernels]
         if self.buffers:
             parts.append(f"buffers between kernels: {', '.join(self.buffers)}\n")
+        if self.workspaces:
+            parts.append("split_k workspaces: " + ", ".join(
+                f"{n}[{', '.join(map(repr, t.shape))}] {t.dtype}" + (" (zeroed: atomics)" if z else "")
+                for n, (t, z) in self.workspaces.items()) + "\n")
         return "\n".join(parts)
 
 

@@ -198,8 +198,8 @@ class Kernel:
         else:
             outs = outs_given
         buffers = dict(zip(self._in_names, tensors)) | dict(zip(self._out_names, outs))
-        for name, shape, dt in buffer_shapes:
-            buffers[name] = torch.empty(shape, dtype=dt, device=device)
+        for name, shape, dt, zeroed in buffer_shapes:  # zeroed: split_k's atomic workspace
+            buffers[name] = (torch.zeros if zeroed else torch.empty)(shape, dtype=dt, device=device)
         for fn, grid, static, tensor_params, descs in launches:
             made = {p: triton_compat.tensor_descriptor().from_tensor(buffers[t], block) for p, t, block in descs}
             try:
@@ -288,8 +288,12 @@ class Kernel:
         for name in prog.buffers:
             t = self.sched.tensors[name]
             shape = [evaluate(e, env) for e in t.shape]
-            buffer_shapes.append((name, shape, getattr(torch, t.dtype)))
+            buffer_shapes.append((name, shape, getattr(torch, t.dtype), False))
             buffers[name] = torch.empty(shape, dtype=getattr(torch, t.dtype), device=device)
+        for name, (t, zeroed) in prog.workspaces.items():  # split_k's partial sums (tilec/lower/program.py)
+            shape = [evaluate(e, env | prog.config) for e in t.shape]
+            buffer_shapes.append((name, shape, getattr(torch, t.dtype), zeroed))
+            buffers[name] = (torch.zeros if zeroed else torch.empty)(shape, dtype=getattr(torch, t.dtype), device=device)
         big = big or any(_max_offset(x) > _INT32_LIMIT for x in buffers.values())
         # every tensor a descriptor reads, the buffers between kernels too (fuzz seed 6001274: a (33, 5)
         # bool buffer, its 5-byte rows no multiple of 16), meets TMA's rules, or the call reads by pointers

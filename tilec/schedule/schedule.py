@@ -164,6 +164,7 @@ class Stage:
         self.tma: int | Knob = 0  # a cache_read's loads through tensor descriptors (1, or a tc.flag)
         self.persistent_axes: dict[IterVar, int | Knob] = {}  # grid axis -> flatten (tl.range's), from persistent()
         self.fused_with: tuple[Stage, IterVar] | None = None  # compute_with: (stage, its loop) this stage's loop joins
+        self.k_split: tuple[IterVar, int | Knob, bool] | None = None  # split_k(): (loop, parts, deterministic)
         self.touched = False  # any decision about its loops: if not, lowering gives it the default
         self._names = {a.name for a in self.leaves}
 
@@ -171,7 +172,7 @@ class Stage:
         return f"Stage({self.name})"
 
     _STATE = ("leaves", "relations", "attach", "binds", "pipelines", "unrolled", "warps", "persistent_axes",
-              "fused_with", "touched", "_names")
+              "fused_with", "k_split", "touched", "_names")
 
     def _snapshot(self) -> dict:
         return {"stage": {k: copy.copy(getattr(self, k)) for k in self._STATE},
@@ -442,6 +443,36 @@ class Stage:
         self.touched = True
         self._record("compute_with", StageRef(stage.name), AxisRef(stage.name, axis.name))
         return self
+
+    @checked
+    def split_k(self, axis: IterVar, parts, deterministic: bool = True) -> None:
+        """Split-K: run this reduction's loop `axis` (its outermost reduction loop) in `parts` chunks on
+        `parts` programs each, into a float32 workspace of partial sums, then combine them in a second
+        kernel in a fixed order (part 0, 1, ...), where the stage is rounded to its dtype and its epilogue
+        (consumers placed in its loops) runs: a rounding point such as SiLU never sees a partial sum.
+        For GEMMs with too few output tiles to fill the GPU (small M x N, long K).
+
+        `deterministic=False` adds the partial sums with atomics into one zeroed workspace instead: less
+        memory traffic, and the order of the additions (so the rounding) varies from run to run.
+
+        It requires a sum (`tc.sum`) computed at its kernel's root, with a free grid dimension for the
+        parts (program_id.1 or .2) and not persistent; `parts` an int or a tc.knob.
+
+        Before and after, as loop nest and Triton: tests/golden/primitives/split_k.txt.
+        """
+        self._require_compute("split_k")
+        if not self.tensor.is_reduction or self.tensor.body.op != "sum":
+            raise ArgumentError(f"split_k: {self.name} is not a sum (tc.sum); split-K adds partial sums")
+        axis = self._axis(axis, 1, "axis", "split_k")
+        if axis.kind != "reduce":
+            raise _arg(1, "axis", "split_k", f"a reduction loop of {self.name} (split of "
+                       f"{', '.join(a.name for a in self.tensor.reduce_axis)})", axis.name)
+        parts = _factor(parts, 2, "parts", "split_k", self.sched.knobs)
+        if not isinstance(deterministic, bool):
+            raise _arg(3, "deterministic", "split_k", "True or False", deterministic)
+        self.k_split = (axis, parts, deterministic)
+        self.touched = True
+        self._record("split_k", axis, parts, *(() if deterministic else (False,)))
 
     @checked
     def compute_inline(self) -> Stage:

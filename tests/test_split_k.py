@@ -1,0 +1,186 @@
+"""split_k: a reduction's loop run in parts on parts programs, partial sums in a float32 workspace, then
+combined in a second kernel in a fixed order (or with atomics, deterministic=False), where the stage is
+rounded and its epilogue runs.
+
+Each schedule is built and run (the interpreter on a CPU) against torch on sizes no tile divides,
+size-1 dims, more parts than loop iterations and NaN/Inf inputs, into NaN-filled outputs; each that
+cannot be built is refused with the error that says why.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tilec as tc
+from tilec.lower.program import Program
+
+SIZES = [(37, 45, 100), (1, 1, 1), (16, 16, 16), (5, 70, 33), (20, 3, 200)]
+
+
+def gemm_silu():
+    M, N, K = tc.size_vars("M N K")
+    A = tc.placeholder((M, K), "float32", name="A")
+    W = tc.placeholder((K, N), "float32", name="W")
+    k = tc.reduce_axis(K, name="k")
+    C = tc.compute((M, N), lambda i, j: tc.sum(A[i, k] * W[k, j], axis=k), name="C", dtype="float16")
+    Y = tc.compute((M, N), lambda i, j: tc.silu(C[i, j]), name="Y")
+    return A, W, C, Y
+
+
+def schedule(parts=3, deterministic=True, *, swizzle=False, epilogue=True):
+    A, W, C, Y = gemm_silu()
+    s = tc.create_schedule(Y if epilogue else C)
+    io, jo, ii, ji = s[C].tile(*C.axis, 16, 16)
+    ko, ki = s[C].split(C.reduce_axis[0], 16)
+    s[C].reorder(io, jo, ko, ii, ji, ki)
+    if swizzle:
+        s[C].bind(s[C].swizzle(io, jo, 2), "program_id.0")
+    else:
+        s[C].bind(io, "program_id.0")
+        s[C].bind(jo, "program_id.1")
+    s[C].split_k(ko, parts, deterministic=deterministic)
+    if epilogue:
+        s[Y].compute_at(s[C], s[C].leaves[1] if not swizzle else s[C].leaves[0])
+    return s, (A, W, C, Y), ko
+
+
+def reference(a, w):
+    # C is rounded to float16 before SiLU, as the compute says: the epilogue sees the whole sum, rounded
+    return torch.nn.functional.silu((a @ w).half().float())
+
+
+def _run(s, args, sizes, config=None, special=False):
+    A, W, _, Y = args
+    M, N, K = sizes
+    a, w = torch.randn(M, K), torch.randn(K, N)
+    if special:
+        a[-1, 0], w[0, -1] = float("nan"), float("inf")
+    out = torch.full((M, N), float("nan"), dtype=torch.float16)
+    kernel = tc.build(s, [A, W, Y], config=config)
+    kernel(a, w, out=out)
+    torch.testing.assert_close(out.float(), reference(a, w).half().float(), rtol=2e-3, atol=2e-3, equal_nan=True)
+    return kernel, (a, w), out
+
+
+@pytest.mark.parametrize("sizes", SIZES)
+@pytest.mark.parametrize("deterministic", [True, False])
+def test_split_k_matches_torch(sizes, deterministic):
+    s, args, _ = schedule(3, deterministic)
+    _run(s, args, sizes)
+    _run(s, args, sizes, special=True)
+
+
+def test_parts_as_a_knob_and_more_parts_than_iterations():
+    A, W, C, Y = gemm_silu()
+    s = tc.create_schedule(Y)
+    io, jo, ii, ji = s[C].tile(*C.axis, 16, 16)
+    ko, ki = s[C].split(C.reduce_axis[0], tc.knob("BK", [16, 32]))
+    s[C].reorder(io, jo, ko, ii, ji, ki)
+    s[C].bind(s[C].swizzle(io, jo, 2), "program_id.0")
+    s[C].pipeline(ko, 2)
+    s[C].split_k(ko, tc.knob("SPLIT_K", [2, 8, 1]))
+    s[Y].compute_at(s[C], s[C].leaves[0])
+    for config in ({"SPLIT_K": 2}, {"SPLIT_K": 8, "BK": 32}, {"SPLIT_K": 1}):
+        for sizes in ((37, 45, 40), (3, 2, 1)):  # K=40 with BK=32: 2 iterations over 8 parts, 6 empty
+            _run(s, (A, W, C, Y), sizes, config)
+
+
+def test_two_kernels_a_workspace_and_the_epilogue_after_the_combine():
+    s, _, _ = schedule(4)
+    p = Program(s)
+    assert [k.name for k in p.kernels] == ["C_partial_kernel", "C_kernel"]
+    (ws, zeroed), = p.workspaces.values()
+    assert ws.name == "C_part" and ws.dtype == "float32" and not zeroed and len(ws.shape) == 3
+    partial, combine = (p.source().split("@triton.jit")[n] for n in (1, 2))
+    assert "part = tl.program_id(2)" in partial and "tl.store(C_part + part * stride_C_part_0" in partial
+    assert "sigmoid" not in partial and "tl.store(Y" not in partial  # no epilogue on a partial sum
+    assert "for part in tl.range(0, 4):" in combine and "sigmoid" in combine
+    assert combine.index("acc_C = acc_C + c_part_tile") < combine.index("C_val = acc_C.to(tl.float16)") \
+        < combine.index("sigmoid")
+    atomic = Program(schedule(4, deterministic=False)[0])
+    assert "tl.atomic_add(C_part + " in atomic.source() and list(atomic.workspaces.values())[0][1]  # zeroed
+
+
+def test_deterministic_split_k_gives_the_same_bits_every_run():
+    s, args, _ = schedule(5)
+    kernel, (a, w), out = _run(s, args, (37, 45, 300))
+    for _ in range(3):
+        assert torch.equal(kernel(a, w), out)
+
+
+def test_the_epilogue_inside_the_partial_loop_is_still_refused():
+    # the rounding constraint: SiLU placed in the reduction loop would see a partial sum (isl's usual error)
+    s, (A, W, C, Y), ko = schedule(3, epilogue=False)
+    s2 = tc.create_schedule(Y)
+    io, jo, ii, ji = s2[C].tile(*C.axis, 16, 16)
+    ko, ki = s2[C].split(C.reduce_axis[0], 16)
+    s2[C].reorder(io, jo, ko, ii, ji, ki)
+    s2[C].bind(io, "program_id.0")
+    s2[C].split_k(ko, 3)
+    with pytest.raises(tc.IllegalScheduleError, match=r"compute_at\(Y, C\.ko\) makes Y read C before C's reduction"):
+        s2[Y].compute_at(s2[C], ko)
+
+
+def test_what_split_k_refuses():
+    A, W, C, Y = gemm_silu()
+    s = tc.create_schedule(Y)
+    io, jo, ii, ji = s[C].tile(*C.axis, 16, 16)
+    ko, ki = s[C].split(C.reduce_axis[0], 16)
+    with pytest.raises(tc.ArgumentError, match="a reduction loop of C"):
+        s[C].split_k(io, 2)
+    with pytest.raises(tc.ArgumentError, match="expected a positive int or a tc.knob"):
+        s[C].split_k(ko, 0)
+    with pytest.raises(tc.ArgumentError, match="deterministic.*True or False"):
+        s[C].split_k(ko, 2, deterministic="no")
+    with pytest.raises(tc.ArgumentError, match="split_k: Y is not a sum"):
+        s[Y].split_k(Y.axis[0], 2)
+    M, N = tc.size_vars("M N")
+    X = tc.placeholder((M, N), "float32", name="X")
+    c = tc.reduce_axis(N, name="c")
+    R = tc.compute((M,), lambda r: tc.max(X[r, c], axis=c), name="R")
+    sr = tc.create_schedule(R)
+    co, _ = sr[R].split(c, 16)
+    with pytest.raises(tc.ArgumentError, match="R is not a sum"):
+        sr[R].split_k(co, 2)
+
+
+@pytest.mark.parametrize("how, match", [
+    ("persistent", r"C's grid is persistent"),
+    ("both_dims", r"program_id\.1 and \.2 are both bound"),
+    ("inner_loop", r"kio is not C's outermost reduction loop \(that is ko\)"),
+    ("not_root", r"C is computed inside another stage's kernel"),
+])
+def test_what_lowering_refuses(how, match):
+    A, W, C, Y = gemm_silu()
+    s = tc.create_schedule(Y)
+    root = Y if how == "not_root" else C
+    io, jo, ii, ji = s[root].tile(*root.axis, 16, 16)
+    ko, ki = s[C].split(C.reduce_axis[0], 32)
+    kio, kii = s[C].split(ki, 16)
+    if how != "not_root":
+        s[C].reorder(io, jo, ko, kio, ii, ji, kii)
+    if how == "persistent":
+        f = s[C].fuse(io, jo)
+        s[C].bind(f, "program_id.0")
+        s[C].persistent(f)
+    elif how == "both_dims":
+        s[C].bind(io, "program_id.0")
+        s[C].bind(jo, "program_id.1")
+        cio, _ = s[C].split(ii, 8)
+        s[C].reorder(io, jo, cio, ko, kio, *[a for a in s[C].leaves if a not in (io, jo, cio, ko, kio)])
+        s[C].bind(cio, "program_id.2")
+    else:
+        s[root].bind(io, "program_id.0")
+    s[C].split_k(kio if how == "inner_loop" else ko, 2)
+    if how == "not_root":
+        s[C].compute_at(s[Y], jo)
+    with pytest.raises(tc.LoweringError, match=match):
+        Program(s)
+
+
+def test_the_trace_replays_split_k():
+    s, args, _ = schedule(4, deterministic=False)
+    assert "C.split_k(C_ko, parts=4, deterministic=False)" in str(s.trace)
+    again = tc.replay(s.trace, [args[-1]])
+    assert Program(again).source() == Program(s).source()
