@@ -62,7 +62,8 @@ def compile_case(path: str) -> list[tuple[str, str | None]]:
         sig, consts = {}, {}
         for p in k.params:
             if p.kind in ("tensor", "descriptor"):
-                ty = str(getattr(triton.language, triton_name(case["sched"].tensors[p.tensor].dtype)[3:]))
+                t = prog.workspaces[p.tensor][0] if p.tensor in prog.workspaces else case["sched"].tensors[p.tensor]
+                ty = str(getattr(triton.language, triton_name(t.dtype)[3:]))
                 ty = {"int1": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
                       "uint8": "u8"}.get(ty, ty)
                 if p.kind == "tensor":

@@ -184,3 +184,27 @@ def test_the_trace_replays_split_k():
     assert "C.split_k(C_ko, parts=4, deterministic=False)" in str(s.trace)
     again = tc.replay(s.trace, [args[-1]])
     assert Program(again).source() == Program(s).source()
+
+
+@pytest.mark.parametrize("deterministic", [True, False])
+def test_an_accumulator_in_another_order_than_memory(deterministic):
+    """Fuzz seed 424260: j split twice, so the accumulator's dims are (joi, ii, ji) while the workspace is
+    (i, j) in memory; the combine added the loaded (ii, joi, ji) tile to it unpermuted (an interpreter
+    shape error, 16 against 32). The loaded tile is put in the accumulator's order now."""
+    M, K = tc.size_vars("M K")
+    A = tc.placeholder((K, M), "bfloat16", name="A")
+    W = tc.placeholder((3, K), "bfloat16", name="W")
+    k = tc.reduce_axis(K, name="k")
+    C = tc.compute((M, 3), lambda i, j: tc.sum(W[j, k] * A[k, i], axis=k), name="C")
+    s = tc.create_schedule([C])
+    io, ii = s[C].split(C.axis[0], 32)
+    jo, ji = s[C].split(C.axis[1], 4)
+    ko, ki = s[C].split(k, 8)
+    s[C].reorder(io, jo, ko, ii, ji, ki)
+    s[C].split(jo, 16)
+    koo, koi = s[C].split(ko, 8)
+    s[C].split_k(koo, 2, deterministic=deterministic)
+    kernel = tc.build(s, [A, W, C])
+    for m, kk in ((1, 1), (40, 150), (33, 700)):
+        a, w = torch.randn(kk, m).bfloat16(), torch.randn(3, kk).bfloat16()
+        torch.testing.assert_close(kernel(a, w), (w.float() @ a.float()).t(), rtol=1e-4, atol=1e-4)

@@ -599,17 +599,20 @@ class KernelBuilder(ValueEmitter):
             addr, mask = self._workspace(x, None)
             part_tile = self.fresh(f"{ws.name.lower()}_tile")
             out.append(LoadTile(part_tile, addr.code, mask, f"{part_tile} = {ws.name}[...]"))
-            out.append(Update(name, f("{} + {}", Name(name), Name(part_tile)), f"{name} += {part_tile}"))
+            tile = self.expand(Val(Name(part_tile), addr.dims, dtype), dims, full=True)  # in the accumulator's order
+            out.append(Update(name, f("{} + {}", Name(name), tile), f"{name} += {part_tile}"))
             return
         part = self.fresh("part")
         loop = For(part, self._parts(), self.split.parts_text, "serial", None,
                    f"{x.name}: the split_k parts' sums, added in order")
         out.append(loop)
+        saved, self.stmts = self.stmts, loop.body  # what the addresses need goes in the loop
         addr, mask = self._workspace(x, LoopIndex(part))
         part_tile = self.fresh(f"{ws.name.lower()}_tile")
         loop.body.append(LoadTile(part_tile, addr.code, mask, f"{part_tile} = {ws.name}[{part}, ...]"))
-        loop.body.append(Update(name, f("{} + {}", Name(name), Name(part_tile)),
-                                f"{name}[{', '.join(dims)}] += {part_tile}"))
+        tile = self.expand(Val(Name(part_tile), addr.dims, dtype), dims, full=True)  # in the accumulator's order
+        loop.body.append(Update(name, f("{} + {}", Name(name), tile), f"{name}[{', '.join(dims)}] += {part_tile}"))
+        self.stmts = saved
 
     def compute(self, x: Stage, out: list) -> None:
         """The body of an elementwise stage at its innermost point: compute, then store/keep."""
