@@ -50,7 +50,7 @@ from tilec.errors import ArgumentError
 from tilec.poly.footprint import SHARED_LIMIT
 from tilec.runtime import triton_compat
 from tilec.runtime.kernel import Kernel
-from tilec.tune.cost import weighted_estimate
+from tilec.tune.cost import analysis_for, estimate
 from tilec.tune.measure import CandidateFailure, random_inputs
 from tilec.tune.mix import ShapeMix
 from tilec.tune.plans import describe, options
@@ -264,6 +264,44 @@ class Tuned:
         return str(p)
 
 
+def seed_configs(sched, space, mix: ShapeMix, n: int) -> list[dict]:
+    """The cost model's `n` seeds: in turn for each shape of the mix (heaviest first), its best-ranked
+    feasible config not yet taken whose estimate differs from those taken for that shape by over 1%:
+    each shape's plan gets its own candidates, and not eight variants of one tile the model cannot tell
+    apart."""
+    feasible = [c for c in space.configs() if space.feasible(c).ok]
+    shapes = sorted(mix, key=lambda sw: -sw[1])
+    ests = [{} for _ in shapes]
+    for c in feasible:  # one analysis per config, for every shape
+        analysis = analysis_for(sched, c)
+        for k, (shape, _) in enumerate(shapes):
+            ests[k][id(c)] = estimate(sched, c, shape, analysis)
+    ranked = [(sorted(feasible, key=lambda c, est=est: est[id(c)]), est) for est in ests]
+    out, taken = [], [[] for _ in shapes]
+    pos = [0] * len(shapes)
+    while len(out) < min(n, len(feasible)):
+        progressed = False
+        for k, (order, est) in enumerate(ranked):
+            while pos[k] < len(order):
+                c = order[pos[k]]
+                pos[k] += 1
+                if c in out or any(abs(est[id(c)] - t) <= 0.01 * t for t in taken[k]):
+                    continue
+                out.append(c)
+                taken[k].append(est[id(c)])
+                progressed = True
+                break
+            if len(out) >= n:
+                break
+        if not progressed:  # every shape's distinct configs taken: fill with the weighted ranking
+            total = sum(w for _, w in shapes)
+            weighted = {id(c): sum(w * ests[k][id(c)] for k, (_, w) in enumerate(shapes)) / total for c in feasible}
+            rest = sorted((c for c in feasible if c not in out), key=lambda c: weighted[id(c)])
+            out += rest[: n - len(out)]
+            break
+    return out
+
+
 def tune(sched, mix: ShapeMix, trials: int = 64, *, args=None, reference=None, storage: str | None = None,
          expected_calls: float = 1_000_000, timer=None, seed: int = 0, seeds: int = 8,
          study_name: str | None = None, worker: bool = False, shared_limit: int | None = None,
@@ -323,10 +361,9 @@ def tune(sched, mix: ShapeMix, trials: int = 64, *, args=None, reference=None, s
         _check_study(study, name, space.knobs)
         # The process that creates the study seeds it (and a coordinating process seeds an empty one).
         # Not a worker on SQLite: leave seeding to the coordinating process there.
-        if (created or not worker) and not study.trials and not (worker and url.startswith("sqlite")):
-            ranked = sorted((c for c in space.configs() if space.feasible(c).ok),
-                            key=lambda c: weighted_estimate(sched, c, mix))
-            for cfg in ranked[: min(seeds, trials)]:
+        # A grid (the whole space fits the trials) visits every config: seeds would only measure some twice.
+        if (created or not worker) and not study.trials and not (worker and url.startswith("sqlite")) and not grid:
+            for cfg in seed_configs(sched, space, mix, min(seeds, trials)):
                 study.enqueue_trial(cfg, user_attrs={"seed": "cost model"}, skip_if_exists=True)
         return study
 
