@@ -247,3 +247,73 @@ def test_the_example_loads_x_once():
         src = Program(s, {"BM": 64, "BN": 64, "TMA": tma}).source()
         loads = re.findall(r"(\w+) = (?:tl\.load\(X |X_desc\w*\.load\()", src)
         assert len(loads) == 1, src
+
+
+def test_a_tanh_between_the_loops_stays_after_the_loop_it_needs():
+    """Review find: the interpreter form's `e = tl.exp(-2|x|)` of a tanh (a TanhExp, no line in the CUDA
+    form) had no text for the pass, so it moved before the fused loop, ahead of the x it reads (an
+    UnboundLocalError in the interpreter). The pass reads statements in both forms now."""
+    M, N, K = tc.size_vars("M N K")
+    X = tc.placeholder((M, K), "float32", name="X")
+    Wg = tc.placeholder((K, N), "float32", name="Wg")
+    Wu = tc.placeholder((K, N), "float32", name="Wu")
+    k, k2 = tc.reduce_axis(K, name="k"), tc.reduce_axis(K, name="k2")
+    G = tc.compute((M, N), lambda i, j: tc.sum(X[i, k] * Wg[k, j], axis=k), name="G")
+    Z = tc.compute((M, N), lambda i, j: tc.tanh(G[i, j] * 0.5), name="Z")  # made before U: emitted between
+    U = tc.compute((M, N), lambda i, j: tc.sum(X[i, k2] * Wu[k2, j], axis=k2), name="U")
+    Y = tc.compute((M, N), lambda i, j: Z[i, j] * U[i, j], name="Y")
+    s = tc.create_schedule(Y)
+    io, jo, ii, ji = s[Y].tile(*Y.axis, 16, 16)
+    s[Y].bind(io, "program_id.0")
+    s[Y].bind(jo, "program_id.1")
+    ko, _ = s[G].split(G.reduce_axis[0], 16)
+    s[U].split(U.reduce_axis[0], 16)
+    for T in (G, Z, U):  # Z, which reads G, sits between the two loops
+        s[T].compute_at(s[Y], jo)
+    s[U].compute_with(s[G], ko)
+    x, wg, wu = torch.randn(37, 29), torch.randn(29, 45), torch.randn(29, 45)
+    got = tc.build(s, [X, Wg, Wu, Y])(x, wg, wu)
+    torch.testing.assert_close(got, torch.tanh((x @ wg) * 0.5) * (x @ wu), rtol=1e-4, atol=1e-4)
+
+
+def test_a_third_stage_joins_the_loop_whichever_came_first():
+    # U placed first: its loop comes first in the kernel; the fused loop is still G's, so V can join it
+    M, N, K = tc.size_vars("M N K")
+    X = tc.placeholder((M, K), "float32", name="X")
+    Ws = [tc.placeholder((K, N), "float32", name=f"W{n}") for n in range(3)]
+    ks = [tc.reduce_axis(K, name=f"k{n}") for n in range(3)]
+    # U made first: its loop comes first in the kernel
+    U, G, V = (tc.compute((M, N), lambda i, j, n=n: tc.sum(X[i, ks[n]] * Ws[n][ks[n], j], axis=ks[n]), name=nm)
+               for n, nm in ((1, "U"), (0, "G"), (2, "V")))
+    Y = tc.compute((M, N), lambda i, j: G[i, j] * U[i, j] + V[i, j], name="Y")
+    s = tc.create_schedule(Y)
+    io, jo, ii, ji = s[Y].tile(*Y.axis, 16, 16)
+    s[Y].bind(io, "program_id.0")
+    s[Y].bind(jo, "program_id.1")
+    loops = {T.name: s[T].split(T.reduce_axis[0], 16)[0] for T in (G, U, V)}
+    for T in (U, G, V):
+        s[T].compute_at(s[Y], jo)
+    s[U].compute_with(s[G], loops["G"])
+    s[V].compute_with(s[G], loops["G"])
+    src = Program(s).source()
+    assert len(re.findall(r"\bfor \w+ in tl\.range", src)) == 1 and src.count("tl.load(X ") == 1, src
+    x, w = torch.randn(37, 29), [torch.randn(29, 45) for _ in range(3)]
+    got = tc.build(s, [X, *Ws, Y])(x, *w)
+    torch.testing.assert_close(got, (x @ w[0]) * (x @ w[1]) + x @ w[2], rtol=1e-4, atol=1e-4)
+
+
+def test_loops_split_by_two_knobs_are_refused_saying_so():
+    # equal values, two knobs: the kernel's loops differ in their constexpr parameter; the message says why
+    X, Wg, Wu, G, U, Y = _swiglu()
+    s = tc.create_schedule(Y)
+    io, jo, ii, ji = s[Y].tile(*Y.axis, 16, 16)
+    s[Y].bind(io, "program_id.0")
+    s[Y].bind(jo, "program_id.1")
+    ko, _ = s[G].split(G.reduce_axis[0], tc.knob("BK1", [16]))
+    s[U].split(U.reduce_axis[0], tc.knob("BK2", [16]))
+    for T in (G, U):
+        s[T].compute_at(s[Y], jo)
+    s[U].compute_with(s[G], ko)
+    with pytest.raises(tc.LoweringError, match=r"the loops differ.*as written: tl\.cdiv\(K, BK1\) and "
+                                               r"tl\.cdiv\(K, BK2\); split both by the same knob"):
+        Program(s)

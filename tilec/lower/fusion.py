@@ -29,8 +29,11 @@ import dataclasses
 import re
 
 from tilec.errors import LoweringError
+from tilec.lower.code import CUDA, Form
 from tilec.lower.nest import Assign, Comment, For, KernelIR, Load, statement
 from tilec.lower.subtiles import defined, substitute
+
+INTERPRETER = Form("interpreter")
 
 
 def _text(node) -> str:
@@ -38,7 +41,8 @@ def _text(node) -> str:
     if isinstance(node, For):
         return " ".join([node.var, node.start or "", node.extent, node.step or "", node.flatten or "", node.stages or ""]
                         + [_text(n) for n in node.body])
-    return statement(node) or ""
+    # both forms: a statement may have a line in one only (a tanh's TanhExp is the interpreter's alone)
+    return " ".join(statement(node, form) or "" for form in (CUDA, INTERPRETER))
 
 
 def _reads(text: str, names) -> set[str]:
@@ -93,10 +97,12 @@ def fuse(kernel: KernelIR, first: str, second: str, what: str) -> KernelIR:
     target, own = body[i], body[j]
     head = lambda x: (x.start, x.extent, x.kind, x.stages)  # noqa: E731
     if head(target) != head(own):
+        written = (f" (as written: {target.extent} and {own.extent}; split both by the same knob)"
+                   if target.extent != own.extent and target.extent_text == own.extent_text else "")
         raise fail(f"the loops differ: {first} runs [0, {target.extent_text}) {target.kind}"
                    f"{', stages=' + str(target.stages_text) if target.stages else ''}, {second} runs "
-                   f"[0, {own.extent_text}) {own.kind}{', stages=' + str(own.stages_text) if own.stages else ''}; "
-                   f"give both the same split factor and pipelining")
+                   f"[0, {own.extent_text}) {own.kind}{', stages=' + str(own.stages_text) if own.stages else ''}"
+                   f"{written}; give both the same split factor and pipelining")
     if target.kind != "serial":
         raise fail(f"{first} is a {target.kind} loop; only serial loops are fused")
     lo, hi = min(i, j), max(i, j)
@@ -139,7 +145,7 @@ def fuse(kernel: KernelIR, first: str, second: str, what: str) -> KernelIR:
             continue
         merged.append(new)
     role = f"{one.role}; {two.role.split(':')[0]} runs in it too (compute_with)"
-    fused = dataclasses.replace(one, body=merged, role=role)
+    fused = dataclasses.replace(one, body=merged, role=role, key=target.key)  # the target's loop, for the next
     body[lo:hi + 1] = before + [fused] + after
     return kernel
 

@@ -43,7 +43,7 @@ class SplitK:
 
     def describe(self) -> str:
         how = "added in order" if self.deterministic else "added with atomics (deterministic=False)"
-        return (f"{self.axis.name} in {self.parts_text} parts (program_id.{self.dim}), float32 partial sums in "
+        return (f"{self.axis.name} in {self.parts_text} parts (program_id.{self.dim}), {self.workspace.dtype} partial sums in "
                 f"{self.workspace.name}, {how}; this is the {self.mode} kernel")
 
 

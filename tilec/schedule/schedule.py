@@ -447,9 +447,10 @@ class Stage:
     @checked
     def split_k(self, axis: IterVar, parts, deterministic: bool = True) -> None:
         """Split-K: run this reduction's loop `axis` (its outermost reduction loop) in `parts` chunks on
-        `parts` programs each, into a float32 workspace of partial sums, then combine them in a second
-        kernel in a fixed order (part 0, 1, ...), where the stage is rounded to its dtype and its epilogue
-        (consumers placed in its loops) runs: a rounding point such as SiLU never sees a partial sum.
+        `parts` programs each, into a workspace of partial sums (in the accumulator's dtype: float32 unless
+        acc_dtype says otherwise), then combine them in a second kernel in a fixed order (part 0, 1, ...),
+        where the stage is rounded to its dtype and its epilogue (consumers placed in its loops) runs: a
+        rounding point such as SiLU never sees a partial sum.
         For GEMMs with too few output tiles to fill the GPU (small M x N, long K).
 
         `deterministic=False` adds the partial sums with atomics into one zeroed workspace instead: less
