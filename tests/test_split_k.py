@@ -208,3 +208,38 @@ def test_an_accumulator_in_another_order_than_memory(deterministic):
     for m, kk in ((1, 1), (40, 150), (33, 700)):
         a, w = torch.randn(kk, m).bfloat16(), torch.randn(3, kk).bfloat16()
         torch.testing.assert_close(kernel(a, w), (w.float() @ a.float()).t(), rtol=1e-4, atol=1e-4)
+
+
+def test_an_unrolled_loop_and_compute_with_are_refused():
+    M, N = tc.size_vars("M N")
+    A = tc.placeholder((M, 64), "float32", name="A")
+    W = tc.placeholder((64, N), "float32", name="W")
+    k = tc.reduce_axis(64, name="k")
+    C = tc.compute((M, N), lambda i, j: tc.sum(A[i, k] * W[k, j], axis=k), name="C")
+    s2 = tc.create_schedule(C)
+    io, jo, ii, ji = s2[C].tile(*C.axis, 16, 16)
+    ko, ki = s2[C].split(k, 16)  # 4 iterations: a constant, so unrolled
+    s2[C].reorder(io, jo, ko, ii, ji, ki)
+    s2[C].bind(io, "program_id.0")
+    s2[C].split_k(ko, 2)
+    s2[C].unroll(ko)
+    with pytest.raises(tc.LoweringError, match=r"ko is an unrolled loop; split-K runs a serial loop in parts"):
+        Program(s2)
+
+    M, N, K = tc.size_vars("M N K")
+    X = tc.placeholder((M, K), "float32", name="X")
+    Wg, Wu = (tc.placeholder((K, N), "float32", name=n) for n in ("Wg", "Wu"))
+    k, k2 = tc.reduce_axis(K, name="k"), tc.reduce_axis(K, name="k2")
+    G = tc.compute((M, N), lambda i, j: tc.sum(X[i, k] * Wg[k, j], axis=k), name="G")
+    U = tc.compute((M, N), lambda i, j: tc.sum(X[i, k2] * Wu[k2, j], axis=k2), name="U")
+    Z = tc.compute((M, N), lambda i, j: G[i, j] * U[i, j], name="Z")
+    s3 = tc.create_schedule(Z)
+    io, jo, ii, ji = s3[G].tile(*G.axis, 16, 16)
+    ko, ki = s3[G].split(k, 16)
+    s3[G].reorder(io, jo, ko, ii, ji, ki)
+    s3[G].bind(io, "program_id.0")
+    s3[G].split_k(ko, 2)
+    k2o, _ = s3[U].split(k2, 16)
+    s3[U].compute_with(s3[G], ko)
+    with pytest.raises(tc.LoweringError, match=r"G\.split_k\(ko\): not with compute_with in the same kernel yet"):
+        Program(s3)

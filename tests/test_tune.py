@@ -304,3 +304,15 @@ def test_seeds_give_each_shape_its_own_distinct_configs():
     for k, (shape, _) in enumerate(mix):  # no two seeds the model cannot tell apart on the shape they were taken for
         est = sorted(estimate(s, c, {**mix.fixed, **shape}) for c in seeds[k::2])
         assert all(b > a * 1.01 for a, b in zip(est, est[1:])), est
+
+
+def test_a_space_the_trials_cover_is_searched_whole_unseeded(tmp_path):
+    # seeds in a grid search only measured some configs twice: each config once, none marked a seed
+    s, args = tune_case.make()
+    from tilec.tune.space import SearchSpace
+    size = SearchSpace(s, tune_case.MIX).size
+    tuned = tc.tune(s, tune_case.MIX, trials=size, args=args, reference=tune_case.reference,
+                    storage=f"sqlite:///{tmp_path / 'g.db'}", timer=lambda kernel, inputs: 1e-6)
+    trials = tuned.trials()
+    assert not any(t.get("seed") for t in trials)
+    assert len({tuple(sorted(t["config"].items())) for t in trials}) == len(trials) == size
