@@ -55,6 +55,15 @@ def schedule(bm=16, bn=16, bk=16, bk2=None, *, order=("G", "U"), with_=True, sta
     return s, (X, Wg, Wu, G, U, Y), loops
 
 
+def _tiled(Y):
+    """A schedule of Y with 16 x 16 output tiles on a 2-d grid, and its jo (where the GEMMs are placed)."""
+    s = tc.create_schedule(Y)
+    io, jo, ii, ji = s[Y].tile(*Y.axis, 16, 16)
+    s[Y].bind(io, "program_id.0")
+    s[Y].bind(jo, "program_id.1")
+    return s, jo
+
+
 def reference(x, wg, wu):
     return torch.nn.functional.silu(x @ wg) * (x @ wu)
 
@@ -151,10 +160,7 @@ def test_loops_that_differ_are_refused():
 
 def test_stages_not_placed_at_the_same_loop_are_refused():
     X, Wg, Wu, G, U, Y = _swiglu()
-    s = tc.create_schedule(Y)
-    io, jo, ii, ji = s[Y].tile(*Y.axis, 16, 16)
-    s[Y].bind(io, "program_id.0")
-    s[Y].bind(jo, "program_id.1")
+    s, jo = _tiled(Y)
     ko, _ = s[G].split(G.reduce_axis[0], 16)
     s[U].split(U.reduce_axis[0], 16)
     s[G].compute_at(s[Y], jo)  # U stays in a kernel of its own
@@ -165,10 +171,7 @@ def test_stages_not_placed_at_the_same_loop_are_refused():
 
 def test_an_inner_loop_of_the_target_is_refused():
     X, Wg, Wu, G, U, Y = _swiglu()
-    s = tc.create_schedule(Y)
-    io, jo, ii, ji = s[Y].tile(*Y.axis, 16, 16)
-    s[Y].bind(io, "program_id.0")
-    s[Y].bind(jo, "program_id.1")
+    s, jo = _tiled(Y)
     ko, ki = s[G].split(G.reduce_axis[0], 32)
     kio, kii = s[G].split(ki, 16)
     s[G].reorder(ko, kio, *[a for a in s[G].leaves if a not in (ko, kio)])
@@ -197,10 +200,7 @@ def test_a_stage_without_a_serial_loop_is_refused():
         s[U2].compute_with(s[G], ko)
     V = tc.compute(G.shape, lambda i, j: Wg[0, j] * 3.0, name="V")  # independent of G, no loop
     Z = tc.compute(G.shape, lambda i, j: Y[i, j] + V[i, j], name="Z")
-    s = tc.create_schedule(Z)
-    io, jo, ii, ji = s[Z].tile(*Z.axis, 16, 16)
-    s[Z].bind(io, "program_id.0")
-    s[Z].bind(jo, "program_id.1")
+    s, jo = _tiled(Z)
     ko, _ = s[G].split(G.reduce_axis[0], 16)
     s[U].split(U.reduce_axis[0], 16)
     for T in (G, U, Y, V):
@@ -262,10 +262,7 @@ def test_a_tanh_between_the_loops_stays_after_the_loop_it_needs():
     Z = tc.compute((M, N), lambda i, j: tc.tanh(G[i, j] * 0.5), name="Z")  # made before U: emitted between
     U = tc.compute((M, N), lambda i, j: tc.sum(X[i, k2] * Wu[k2, j], axis=k2), name="U")
     Y = tc.compute((M, N), lambda i, j: Z[i, j] * U[i, j], name="Y")
-    s = tc.create_schedule(Y)
-    io, jo, ii, ji = s[Y].tile(*Y.axis, 16, 16)
-    s[Y].bind(io, "program_id.0")
-    s[Y].bind(jo, "program_id.1")
+    s, jo = _tiled(Y)
     ko, _ = s[G].split(G.reduce_axis[0], 16)
     s[U].split(U.reduce_axis[0], 16)
     for T in (G, Z, U):  # Z, which reads G, sits between the two loops
@@ -286,10 +283,7 @@ def test_a_third_stage_joins_the_loop_whichever_came_first():
     U, G, V = (tc.compute((M, N), lambda i, j, n=n: tc.sum(X[i, ks[n]] * Ws[n][ks[n], j], axis=ks[n]), name=nm)
                for n, nm in ((1, "U"), (0, "G"), (2, "V")))
     Y = tc.compute((M, N), lambda i, j: G[i, j] * U[i, j] + V[i, j], name="Y")
-    s = tc.create_schedule(Y)
-    io, jo, ii, ji = s[Y].tile(*Y.axis, 16, 16)
-    s[Y].bind(io, "program_id.0")
-    s[Y].bind(jo, "program_id.1")
+    s, jo = _tiled(Y)
     loops = {T.name: s[T].split(T.reduce_axis[0], 16)[0] for T in (G, U, V)}
     for T in (U, G, V):
         s[T].compute_at(s[Y], jo)
@@ -305,10 +299,7 @@ def test_a_third_stage_joins_the_loop_whichever_came_first():
 def test_loops_split_by_two_knobs_are_refused_saying_so():
     # equal values, two knobs: the kernel's loops differ in their constexpr parameter; the message says why
     X, Wg, Wu, G, U, Y = _swiglu()
-    s = tc.create_schedule(Y)
-    io, jo, ii, ji = s[Y].tile(*Y.axis, 16, 16)
-    s[Y].bind(io, "program_id.0")
-    s[Y].bind(jo, "program_id.1")
+    s, jo = _tiled(Y)
     ko, _ = s[G].split(G.reduce_axis[0], tc.knob("BK1", [16]))
     s[U].split(U.reduce_axis[0], tc.knob("BK2", [16]))
     for T in (G, U):

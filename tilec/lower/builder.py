@@ -562,14 +562,13 @@ class KernelBuilder(ValueEmitter):
         """split_k's number of parts, as Triton text (an int, or a knob's constexpr parameter)."""
         return self.scalar(self.split.parts_expr)
 
-    def _workspace(self, x: Stage, with_part: Ex | None) -> tuple[Val, Ex | None]:
-        """(address, mask, dims) of this tile of split_k's workspace: part `with_part`, or the one sum."""
-        ws = self.split.workspace
-        ptr = self.tensor_param(ws)
+    def _tile_in(self, x: Stage, t, lead: Ex | None = None) -> tuple[Val, Ex | None]:
+        """(address, mask) of stage x's tile in tensor `t` (x's own tensor, or split_k's workspace, whose
+        first index `lead` is the part), masked where x's axes may overrun."""
         env = self.env[x.name]
-        idx = ([Val(with_part, (), "int32")] if with_part is not None else []) + \
+        idx = ([Val(lead, (), "int32")] if lead is not None else []) + \
               [Val(env[a].code, env[a].dims, "int32") for a in x.tensor.axis]
-        addr = self.address(ptr, ws, idx)
+        addr = self.address(self.tensor_param(t), t, idx)
         masks = [Val(env[a].mask, env[a].dims, "bool") for a in x.tensor.axis if env[a].mask]
         mask = self.combine(" & ".join(["{}"] * len(masks)), masks, "bool", order=addr.dims).code if masks else None
         return addr, mask
@@ -580,7 +579,7 @@ class KernelBuilder(ValueEmitter):
         name, dims, dtype = acc
         ws = self.split.workspace
         atomic = not self.split.deterministic
-        addr, mask = self._workspace(x, None if atomic else Name(self.part))
+        addr, mask = self._tile_in(x, ws, None if atomic else Name(self.part))
         if ws.name not in self.stores:
             self.stores.append(ws.name)
         axes = ", ".join(a.name for a in x.tensor.axis)
@@ -595,23 +594,20 @@ class KernelBuilder(ValueEmitter):
         ws = self.split.workspace
         if ws.name not in self.loads:
             self.loads.append(ws.name)
-        if not self.split.deterministic:
-            addr, mask = self._workspace(x, None)
-            part_tile = self.fresh(f"{ws.name.lower()}_tile")
-            out.append(LoadTile(part_tile, addr.code, mask, f"{part_tile} = {ws.name}[...]"))
-            tile = self.expand(Val(Name(part_tile), addr.dims, dtype), dims, full=True)  # in the accumulator's order
-            out.append(Update(name, f("{} + {}", Name(name), tile), f"{name} += {part_tile}"))
-            return
-        part = self.fresh("part")
-        loop = For(part, self._parts(), self.split.parts_text, "serial", None,
-                   f"{x.name}: the split_k parts' sums, added in order")
-        out.append(loop)
-        saved, self.stmts = self.stmts, loop.body  # what the addresses need goes in the loop
-        addr, mask = self._workspace(x, LoopIndex(part))
+        part = None
+        if self.split.deterministic:  # a loop over the parts, part 0 first
+            part = self.fresh("part")
+            loop = For(part, self._parts(), self.split.parts_text, "serial", None,
+                       f"{x.name}: the split_k parts' sums, added in order")
+            out.append(loop)
+            out = loop.body
+        saved, self.stmts = self.stmts, out  # what the addresses need goes where the load is
+        addr, mask = self._tile_in(x, ws, LoopIndex(part) if part else None)
         part_tile = self.fresh(f"{ws.name.lower()}_tile")
-        loop.body.append(LoadTile(part_tile, addr.code, mask, f"{part_tile} = {ws.name}[{part}, ...]"))
+        out.append(LoadTile(part_tile, addr.code, mask, f"{part_tile} = {ws.name}[{part + ', ' if part else ''}...]"))
         tile = self.expand(Val(Name(part_tile), addr.dims, dtype), dims, full=True)  # in the accumulator's order
-        loop.body.append(Update(name, f("{} + {}", Name(name), tile), f"{name}[{', '.join(dims)}] += {part_tile}"))
+        out.append(Update(name, f("{} + {}", Name(name), tile),
+                          f"{name}[{', '.join(dims)}] += {part_tile}" if part else f"{name} += {part_tile}"))
         self.stmts = saved
 
     def compute(self, x: Stage, out: list) -> None:
@@ -632,15 +628,10 @@ class KernelBuilder(ValueEmitter):
         val = Val(Name(name), v.dims, t.dtype)
         env = self.env[x.name]
         if t.name in self.p.stored:
-            ptr = self.tensor_param(t)
             if t.name not in self.stores:
                 self.stores.append(t.name)
-            addr = self.address(ptr, t, [Val(env[a].code, env[a].dims, "int32") for a in t.axis])
+            addr, mask = self._tile_in(x, t)
             self._check_tile_numel(x, addr.dims)  # the value is broadcast to the stored tile
-            masks = [Val(env[a].mask, env[a].dims, "bool") for a in t.axis if env[a].mask]
-            mask = None
-            if masks:
-                mask = self.combine(" & ".join(["{}"] * len(masks)), masks, "bool", order=addr.dims).code
             axes = ", ".join(a.name for a in t.axis)
             out.append(Store(addr.code, self.expand(val, addr.dims, full=True), mask,
                              f"{t.name}[{axes}] = {name}  # store, {t.dtype}"))

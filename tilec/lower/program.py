@@ -99,8 +99,7 @@ class Program:
                                    "and keep the outer part as a loop)"))
         if lay.kind[axis] != "serial":
             raise LoweringError(f"{what}: {axis.name} is an unrolled loop; split-K runs a serial loop in parts")
-        if any(o.fused_with is not None for o in self.sched.stages.values()
-               if o is st or o.fused_with is not None and o.fused_with[0] is st):
+        if st.fused_with is not None or any(o.fused_with and o.fused_with[0] is st for o in self.sched.stages.values()):
             raise LoweringError(f"{what}: not with compute_with in the same kernel yet")
         used = set(st.binds.values())
         free = [d for d in (1, 2) if d not in used]

@@ -216,6 +216,17 @@ class Stage:
         raise ArgumentError(f"argument {n}, '{name}' to {prim}: {whose} is not an axis of {self.name} "
                             f"(its axes are: {have})")
 
+    def _place(self, stage, axis, prim: str, example: str, own: str) -> IterVar:
+        """The arguments of a primitive that puts this stage in another compute stage's loop (compute_at,
+        compute_with): `axis`, checked to be one of `stage`'s leaves."""
+        if not isinstance(stage, Stage):
+            raise _arg(1, "stage", prim, f"a stage, e.g. {example}", stage)
+        if stage is self:
+            raise ArgumentError(f"{prim}: {self.name} {own}")
+        if stage.kind != "compute":
+            raise _arg(1, "stage", prim, "a compute stage (not a cache stage)", stage.name)
+        return stage._axis(axis, 2, "axis", prim)
+
     def _not_bound(self, axis: IterVar, prim: str) -> None:
         if axis in self.binds:
             raise ArgumentError(f"{prim}: {self.name}.{axis.name} is bound to program_id.{self.binds[axis]}; "
@@ -368,13 +379,7 @@ class Stage:
         loop computes what that iteration finished (an epilogue: `s[Y].compute_at(s[C], jo)`).
         Before and after, as loop nest and Triton: tests/golden/primitives/compute_at_producer.txt and compute_at_epilogue.txt.
         """
-        if not isinstance(stage, Stage):
-            raise _arg(1, "stage", "compute_at", "a stage, e.g. s[C]", stage)
-        if stage is self:
-            raise ArgumentError(f"compute_at: {self.name} cannot be computed at its own loop")
-        if stage.kind != "compute":
-            raise _arg(1, "stage", "compute_at", "a compute stage (not a cache stage)", stage.name)
-        axis = stage._axis(axis, 2, "axis", "compute_at")
+        axis = self._place(stage, axis, "compute_at", "s[C]", "cannot be computed at its own loop")
         if self.kind == "compute" and self.sched.graph is not None:
             rel = self.sched.related(self, stage)
             if rel is None:
@@ -414,13 +419,7 @@ class Stage:
         Before and after, as loop nest and Triton: tests/golden/primitives/compute_with.txt.
         """
         self._require_compute("compute_with")
-        if not isinstance(stage, Stage):
-            raise _arg(1, "stage", "compute_with", "a stage, e.g. s[G]", stage)
-        if stage is self:
-            raise ArgumentError(f"compute_with: {self.name} cannot be fused with its own loop")
-        if stage.kind != "compute":
-            raise _arg(1, "stage", "compute_with", "a compute stage (not a cache stage)", stage.name)
-        axis = stage._axis(axis, 2, "axis", "compute_with")
+        axis = self._place(stage, axis, "compute_with", "s[G]", "cannot be fused with its own loop")
         rel = self.sched.related(self, stage)
         if rel is not None:
             reader, read = (stage, self) if rel == "producer" else (self, stage)

@@ -14,6 +14,7 @@ from tilec.ir.dtypes import itemsize
 from tilec.ir.expr import evaluate
 from tilec.ir.knob import factor_value
 from tilec.plan.analysis import Analysis
+from tilec.schedule.schedule import Fuse
 
 PEAK_FLOPS = 700e12   # bf16 tensor-core rate measured on the H200 (shared notes: 678-790 TFLOP/s)
 BANDWIDTH = 4.25e12   # device memory copy bandwidth (4.28 TB/s measured)
@@ -96,7 +97,6 @@ GROUPED_GAIN = 0.99        # grouped tile order (swizzle, group > 1) on a grid o
 
 def measured_priors(sched, config: dict, programs: int) -> float:
     """The product of the measured factors that apply to `sched` under `config`."""
-    from tilec.schedule.schedule import Fuse
     tma = any(c.kind == "cache_read" and factor_value(c.tma, config) for c in sched.caches)
     out = TMA_GAIN if tma else 1.0
     for st in sched.stages.values():
