@@ -131,6 +131,7 @@ def workload(name, mod, sizes, *, flops=0.0, nbytes=0.0, configs=None, compile_r
                 print(f"  {name} {smod.__name__} config {config}: FAILED {type(e).__name__}: {str(e)[:120]}")
                 continue
             t = bench(k, sets)
+            print(f"  {name} {smod.__name__} {t * 1e6:8.1f} us  {config}", flush=True)
             if best is None or t < best[0]:
                 best = (t, config, err, smod.__name__)
     row = {"workload": name, "sizes": sizes}
@@ -194,22 +195,28 @@ def _anchor(path, sets, ref, silu):
 
 def persistent_configs(quick):
     """examples/persistent_gemm.py's configs: 128 x 256 (8 warps by default) and 128 x 192 (sub-tiles
-    128 + 64) tiles, with and without tensor descriptors (TMA) and flatten."""
+    128 + 64) tiles, with and without tensor descriptors (TMA loads; TMA_STORE: the output tile too) and
+    flatten."""
     out = []
-    for bm, bn, st, fl, tma in [(128, 256, 3, 0, 1), (128, 256, 3, 1, 1), (128, 192, 5, 0, 1), (128, 192, 4, 0, 1),
-                                (128, 256, 3, 0, 0), (128, 192, 4, 0, 0), (128, 128, 4, 0, 1)]:
-        out.append({"BM": bm, "BN": bn, "BK": 64, "stages": st, "GROUP_M": 8, "FLATTEN": fl, "TMA": tma})
+    for bm, bn, st, fl, tma, store in [(128, 256, 3, 0, 1, 0), (128, 256, 3, 1, 1, 0), (128, 192, 5, 0, 1, 0),
+                                       (128, 192, 4, 0, 1, 0), (128, 256, 3, 0, 0, 0), (128, 192, 4, 0, 0, 0),
+                                       (128, 128, 4, 0, 1, 0), (128, 256, 3, 0, 1, 1), (128, 256, 3, 1, 1, 1),
+                                       (128, 192, 4, 0, 1, 1)]:
+        out.append({"BM": bm, "BN": bn, "BK": 64, "stages": st, "GROUP_M": 8, "FLATTEN": fl, "TMA": tma,
+                    "TMA_STORE": store})
     return out[:2] if quick else out
 
 
 def swiglu_configs(quick):
     """examples/swiglu.py's configs: 128 x 128 output tiles (two float32 accumulators: 8 warps by default),
     64 x 128, and 192- or 256-wide ones (at M=256, 128 x 192 tiles are 128 programs: one wave on 132 SMs),
-    with and without tensor descriptors."""
+    with and without tensor descriptors (TMA_STORE: the Y tile stored through one too)."""
     out = []
-    for bm, bn, st, tma in [(128, 128, 3, 1), (128, 128, 4, 1), (64, 128, 4, 1), (128, 64, 4, 1), (128, 128, 3, 0),
-                            (64, 128, 4, 0), (128, 192, 3, 1), (128, 192, 4, 1), (64, 256, 3, 1), (64, 192, 4, 1)]:
-        out.append({"BM": bm, "BN": bn, "BK": 64, "stages": st, "GROUP_M": 8, "TMA": tma})
+    for bm, bn, st, tma, store in [(128, 128, 3, 1, 0), (128, 128, 4, 1, 0), (64, 128, 4, 1, 0), (128, 64, 4, 1, 0),
+                                   (128, 128, 3, 0, 0), (64, 128, 4, 0, 0), (128, 192, 3, 1, 0), (64, 256, 3, 1, 0),
+                                   (64, 192, 4, 1, 0), (128, 128, 3, 1, 1), (64, 128, 4, 1, 1), (64, 256, 3, 1, 1),
+                                   (64, 192, 4, 1, 1)]:
+        out.append({"BM": bm, "BN": bn, "BK": 64, "stages": st, "GROUP_M": 8, "TMA": tma, "TMA_STORE": store})
     return out[:2] if quick else out
 
 

@@ -1,8 +1,9 @@
 """GEMM + SiLU the Hopper way: Y = silu(A @ W) in bfloat16, with the output tiles in grouped order
 (`swizzle`, GROUP_M rows of tiles at a time, for L2 reuse) run by persistent programs (`persistent`:
 one program per SM, each looping over tiles; `flatten` lets Triton pipeline the tile loop with the
-loop over K), the A and W tiles read through tensor descriptors when the TMA flag is on. A 192-wide
-tile (a BN choice) lowers as 128 + 64 sub-tiles sharing the A tile. `num_warps` is left to tilec's
+loop over K), the A and W tiles read through tensor descriptors when the TMA flag is on, the output
+tile written through one when TMA_STORE is on (`cache_write(..., tma=)`). A 192-wide tile (a BN choice)
+lowers as 128 + 64 sub-tiles sharing the A tile. `num_warps` is left to tilec's
 default, which follows the accumulator's size (8 warps for 128 x 256).
 
 `make(epilogue=False)` is the plain GEMM (C = A @ W) with the same schedule; benchmarks/bench.py times
@@ -39,10 +40,11 @@ def make(epilogue=True):
     s.cache_read(A, "shared", readers=[C], tma=tma).compute_at(s[C], ko)
     s.cache_read(W, "shared", readers=[C], tma=tma).compute_at(s[C], ko)
     s[C].pipeline(ko, stages=tc.knob("stages", [3, 4, 5, 2]))
+    out = Y if epilogue else C
     if epilogue:
         s[Y].compute_at(s[C], tiles)
-        return s, [A, W, Y]
-    return s, [A, W, C]
+    s.cache_write(out, "local", tma=tc.flag("TMA_STORE"))  # the output tile stored through a descriptor, or not
+    return s, [A, W, out]
 
 
 def inputs(sizes, device):

@@ -4,7 +4,8 @@ The output Y is the kernel's root, tiled BM x BN per program in grouped order (`
 of tiles at a time); the two GEMMs G and U are producers computed at Y's tile (compute_at in the
 producer direction), each over K in BK steps, and `compute_with` runs U's loop over K inside G's: one
 loop whose X tile, loaded once, feeds both dots (X @ Wg and X @ Wu), SiLU and the product in the
-epilogue. The X and W tiles go through tensor descriptors when the TMA flag is on. `num_warps` is
+epilogue. The X and W tiles go through tensor descriptors when the TMA flag is on, the Y tile when
+TMA_STORE is on. `num_warps` is
 tilec's default, which counts both accumulators (8 warps for two 128 x 128 float32 tiles).
 Run: `python examples/swiglu.py` (with TRITON_INTERPRET=1 on a CPU).
 """
@@ -47,6 +48,7 @@ def make(one_loop=True):
         loops.append(ko)
     if one_loop:
         s[U].compute_with(s[G], loops[0])  # one loop over K: the X tile is loaded once for both dots
+    s.cache_write(Y, "local", tma=tc.flag("TMA_STORE"))  # Y's tile stored through a descriptor, or not
     return s, [X, Wg, Wu, Y]
 
 

@@ -38,7 +38,7 @@ def gemm_silu_tma(tma=True, bn=16, bias=False):
 
 def _used_descriptors(kern) -> list[bool]:
     """For each remembered call form: whether its launches pass tensor descriptors."""
-    return [any(launch[4] for launch in call[3]) for call in kern._calls.values()]
+    return [any(launch.descs for launch in call[3]) for call in kern._calls.values()]
 
 
 def _run(kern, a, w):
@@ -144,3 +144,98 @@ def test_tma_argument_is_checked():
     s[C].split(C.axis[0], tc.knob("TMA", [16, 32]))
     with pytest.raises(tc.ArgumentError, match=r"'TMA' is already a knob"):
         s.cache_read(A, "shared", readers=[C], tma=tc.flag("TMA"))
+
+
+# -- stores: cache_write(..., tma=True) ------------------------------------------------------------
+
+def gemm_silu_tma_store(store=True, bn=16, loads=True):
+    s, (A, W, C, Y) = gemm_silu_tma(tma=loads, bn=bn)
+    s.cache_write(Y, "local", tma=store)
+    return s, (A, W, C, Y)
+
+
+@pytest.mark.parametrize("sizes", SIZES)
+def test_descriptor_stores_match_torch(sizes):
+    """The epilogue's tile written by `Y_desc.store(...)`: the edge tiles too (TMA writes nothing past the
+    tensor's edge, which a NaN-filled out= would show), with NaN/Inf inputs."""
+    s, (A, W, C, Y) = gemm_silu_tma_store()
+    kern = tc.build(s, [A, W, Y])
+    M, N, K = sizes
+    a, w = torch.randn(M, K), torch.randn(K, N)
+    _run(kern, a, w)
+    a[0, -1], w[-1, 0] = float("nan"), float("inf")
+    _run(kern, a, w)
+    assert _used_descriptors(kern) == [K * 4 % 16 == 0 and N * 4 % 16 == 0]
+
+
+def test_a_descriptor_store_writes_nothing_past_the_tensors_edge():
+    """out= the front of a larger buffer: the last row of tiles runs past out's 37 rows, and TMA's box is
+    clipped at the tensor's edge, so the buffer's rest keeps its values."""
+    s, (A, W, C, Y) = gemm_silu_tma_store()
+    kern = tc.build(s, [A, W, Y])
+    a, w = torch.randn(37, 32), torch.randn(32, 40)
+    buf = torch.full((48 * 40,), 7.0)
+    out = buf[:37 * 40].view(37, 40)
+    kern(a, w, out=out)
+    torch.testing.assert_close(out, torch.nn.functional.silu(a @ w), rtol=1e-4, atol=1e-4)
+    assert torch.equal(buf[37 * 40:], torch.full((11 * 40,), 7.0))
+    assert _used_descriptors(kern) == [True]
+
+
+def test_the_source_stores_through_a_descriptor():
+    s, _ = gemm_silu_tma_store(loads=False)
+    src = Program(s).source()
+    assert "Y_desc_16x16.store([io * 16, jo * 16], Y_val)" in src and "tl.load(" in src
+    pointer = Program(s, descriptors=False).source()
+    assert "_desc" not in pointer and "tl.store(Y + " in pointer
+    assert "Y[i, j] = Y_val  # store, float32  (tensor descriptor)" in str(tc.lower(s))
+
+
+def test_sub_tiles_store_through_a_descriptor_per_piece():
+    s, (A, W, C, Y) = gemm_silu_tma_store(bn=48)
+    src = Program(s).source()
+    assert "Y_desc_16x32.store([io * 16, jo * 48], Y_val)" in src
+    assert "Y_desc_16x16.store([io * 16, jo * 48 + 32], Y_val_1)" in src
+    kern = tc.build(s, [A, W, Y])
+    for M, N, K in [(37, 100, 32), (5, 48, 16)]:
+        _run(kern, torch.randn(M, K), torch.randn(K, N))
+
+
+def test_an_unaligned_out_takes_the_pointer_store():
+    s, (A, W, C, Y) = gemm_silu_tma_store()
+    kern = tc.build(s, [A, W, Y])
+    a, w = torch.randn(37, 32), torch.randn(32, 48)
+    base = torch.full((37 * 48 + 1,), float("nan"))
+    out = base[1:].view(37, 48)  # 4 bytes off TMA's 16-byte alignment
+    kern(a, w, out=out)
+    torch.testing.assert_close(out, torch.nn.functional.silu(a @ w), rtol=1e-4, atol=1e-4)
+    assert torch.isnan(base[0]) and _used_descriptors(kern) == [False]
+
+
+def test_a_store_that_is_not_a_block_keeps_its_pointer_store():
+    """A 1-D output (TMA needs 2 to 5 dims) is stored by pointers whatever cache_write asks."""
+    M, N = tc.size_vars("M N")
+    X = tc.placeholder((M, N), "float32", name="X")
+    k = tc.reduce_axis(N, name="k")
+    R = tc.compute((M,), lambda i: tc.sum(X[i, k], axis=k), name="R")
+    s = tc.create_schedule(R)
+    io, ii = s[R].split(R.axis[0], 16)
+    s[R].bind(io, "program_id.0")
+    s.cache_write(R, "local", tma=True)
+    src = Program(s).source()
+    assert "_desc" not in src and "tl.store(R + " in src
+    x = torch.randn(20, 70)
+    torch.testing.assert_close(tc.build(s, [X, R])(x), x.sum(1), rtol=1e-5, atol=1e-5)
+
+
+def test_tma_store_in_the_trace_and_checked():
+    s, (A, W, C, Y) = gemm_silu_tma_store(store=tc.flag("TMA_STORE"))
+    assert "cache_write(Y, 'local', tma=TMA_STORE) -> Y_local" in s.log
+    again = tc.replay(s.trace, [Y])
+    assert again.fingerprint() == s.fingerprint()
+    assert ".store([" in Program(s, {"TMA_STORE": 1}).source()
+    assert ".store([" not in Program(s, {"TMA_STORE": 0}).source()
+    s0, (A, W, C, Y) = gemm_silu_tma(tma=False)
+    with pytest.raises(tc.ArgumentError, match=r"argument 3, 'tma' to cache_write: expected True, False or a "
+                                               r"tc.flag, got 1.5"):
+        s0.cache_write(Y, "local", tma=1.5)

@@ -409,6 +409,21 @@ def cache_write(after):
     return Built(s, [A, W, C], torch_matmul)
 
 
+def cache_write_tma(after):
+    """cache_write(tensor, "local", tma=True): the GEMM+SiLU's output tile is written through a tensor
+    descriptor (Y_desc_16x16.store([row, col], tile): Hopper's TMA unit, nothing written past the
+    tensor's edge), here beside descriptor loads. The pointer store stays in the source: a call whose
+    output TMA cannot write (unaligned, a strided last dim) renders the kernel without descriptors."""
+    A, W, C, Y = gemm_silu()
+    s = tc.create_schedule(Y)
+    io, jo, ko = gemm_tiles(s, C)
+    s.cache_read(A, "shared", readers=[C], tma=True).compute_at(s[C], ko)
+    s.cache_read(W, "shared", readers=[C], tma=True).compute_at(s[C], ko)
+    s[Y].compute_at(s[C], jo)
+    s.cache_write(Y, "local", tma=after)
+    return Built(s, [A, W, Y], lambda a, w: torch.nn.functional.silu(torch_matmul(a, w)))
+
+
 def int64_offsets(after):
     """The int64 form (Program(..., int64=True)), which tc.build switches to when a tensor has more
     than 2**31 - 1 elements: the program ids and loop counters are widened to int64 before any
@@ -453,7 +468,8 @@ def interpreter_tanh(after):
 
 
 CASES = [split, tile, reorder, fuse, bind, swizzle, persistent, subtiles, pipeline, num_warps, unroll, compute_at_epilogue,
-         compute_at_producer, compute_inline, compute_root, compute_with, split_k, cache_read, cache_read_tma, cache_write, int64_offsets,
+         compute_at_producer, compute_inline, compute_root, compute_with, split_k, cache_read, cache_read_tma, cache_write,
+         cache_write_tma, int64_offsets,
          assume_drops_mask, interpreter_bf16_dot, interpreter_tanh]
 
 # The helpers a golden file quotes when its case (or a helper it quotes) calls them.

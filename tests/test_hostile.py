@@ -872,7 +872,7 @@ def small_limit(monkeypatch):
 
 def launched_int64(kern) -> bool:
     (call,) = kern._calls.values()
-    mods = {fn.fn.__module__ if hasattr(fn, "fn") else fn.__module__ for fn, *_ in call[3]}
+    mods = {fn.fn.__module__ if hasattr(fn, "fn") else fn.__module__ for fn in (launch.fn for launch in call[3])}
     int64 = kernel_mod.load_module(kern._program(True).source()).__name__
     return mods == {int64}
 

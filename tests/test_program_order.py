@@ -85,11 +85,12 @@ def test_persistent_runs_at_most_the_program_count(monkeypatch):
     k = tc.build(s, [args[0], args[1], args[3]])
     a, w = torch.randn(70, 20), torch.randn(20, 50)  # 5 x 4 tiles, 3 programs
     torch.testing.assert_close(k(a, w), torch.nn.functional.silu(a @ w), rtol=1e-4, atol=1e-4)
-    (_, grid, static, _, _), = k._calls[next(iter(k._calls))][3]
+    (launch,) = k._calls[next(iter(k._calls))][3]
+    grid, static = launch.grid, launch.static
     assert len(asked) == 1 and grid == (3,) and static["NUM_PROGS"] == 3
     a, w = torch.randn(10, 20), torch.randn(20, 10)  # 1 tile: 1 program
     k(a, w)
-    grids = [call[3][0][1] for call in k._calls.values()]
+    grids = [call[3][0].grid for call in k._calls.values()]
     assert grids == [(3,), (1,)]
 
 

@@ -477,7 +477,7 @@ def test_a_descriptor_of_a_buffer_between_kernels_that_tma_cannot_read():
     for n in (5, 16):  # 5 float16 columns: pointers; 16: TMA's rules hold
         x = torch.randn(33, n)
         _close(kernel(x), ((x * 2.0).half().float() - x).sum(1))
-    used = [any(launch[4] for launch in call[3]) for call in kernel._calls.values()]
+    used = [any(launch.descs for launch in call[3]) for call in kernel._calls.values()]
     assert used == [False, True]
 
 

@@ -127,3 +127,108 @@ def test_a_kernel_too_large_for_the_device_is_a_lowering_error(monkeypatch):
     with pytest.raises(tc.LoweringError, match=rf"{name}: the compiled kernel needs more shared memory .*"
                                                r"262144 needed, 232448 available.*smaller split factors"):
         k(x, x)
+
+
+def _gemm_silu_tma():
+    """A GEMM+SiLU with TMA loads and store and a persistent, grouped tile loop: kernel parameters of every
+    kind (tensors, descriptors of three block shapes, strides, sizes, knobs, the program count)."""
+    M, N, K = tc.size_vars("M N K")
+    A = tc.placeholder((M, K), "float16", name="A")
+    W = tc.placeholder((K, N), "float16", name="W")
+    k = tc.reduce_axis(K, name="k")
+    C = tc.compute((M, N), lambda i, j: tc.sum(A[i, k] * W[k, j], axis=k, acc_dtype="float32"),
+                   name="C", dtype="float16")
+    Y = tc.compute((M, N), lambda i, j: tc.silu(C[i, j]), name="Y")
+    s = tc.create_schedule(Y)
+    io, ii = s[C].split(C.axis[0], 16)
+    jo, ji = s[C].split(C.axis[1], 32)
+    ko, ki = s[C].split(C.reduce_axis[0], 64)
+    s[C].reorder(io, jo, ko, ii, ji, ki)
+    tiles = s[C].swizzle(io, jo, group=2)
+    s[C].bind(tiles, "program_id.0")
+    s[C].persistent(tiles)
+    s.cache_read(A, "shared", readers=[C], tma=True).compute_at(s[C], ko)
+    s.cache_read(W, "shared", readers=[C], tma=True).compute_at(s[C], ko)
+    s[Y].compute_at(s[C], tiles)
+    s.cache_write(Y, "local", tma=True)
+    return s, [A, W, Y]
+
+
+def test_later_launches_pass_the_arguments_in_the_kernels_parameter_order(monkeypatch):
+    """After a prepared call's first launch, tilec calls the compiled kernel directly (on a GPU:
+    triton_compat.direct_launcher), passing the arguments by position, each descriptor as its tensor
+    and the block shape by position. Here a stand-in launcher runs the same kernel through fn[grid] with
+    the positional arguments named by the kernel's parameters: any argument out of order, stale (the
+    first call's tensors) or with another descriptor's block shape gives a wrong result."""
+    from tilec.runtime import triton_compat
+
+    direct_calls = []
+
+    def fake_direct_launcher(compiled, blocks):
+        def launch(grid, args):
+            fn = launch.fn
+            direct_calls.append(len(args))
+            args = [triton_compat.tensor_descriptor().from_tensor(a, blocks[i]) if i in blocks else a
+                    for i, a in enumerate(args)]
+            fn[grid](**dict(zip(fn.arg_names, args)), **launch.options)
+            return True
+        return launch
+
+    monkeypatch.setattr(triton_compat, "direct_launcher", fake_direct_launcher)
+    s, args = _gemm_silu_tma()
+    kern = tc.build(s, args)
+    ref = lambda a, w: torch.nn.functional.silu((a.float() @ w.float()).half().float()).half()  # noqa: E731
+    for m, n, kk in ((40, 48, 72), (40, 48, 72), (40, 48, 72), (17, 64, 32)):  # 16-byte rows: descriptors
+        a, w = torch.randn(m, kk, dtype=torch.float16), torch.randn(kk, n, dtype=torch.float16)
+        for launch in (launch for call in kern._calls.values() for launch in call[3]):
+            if launch.direct is not None:  # tell the stand-in which kernel and options it runs
+                launch.direct.fn = launch.fn
+                launch.direct.options = {o: launch.static[o] for o in ("num_warps",) if o in launch.static}
+        torch.testing.assert_close(kern(a, w), ref(a, w), rtol=2e-3, atol=2e-3)
+    # the first call of each shape went through fn[grid]; the second and third calls directly
+    assert len(direct_calls) == 2
+    assert all(launch.descs for call in kern._calls.values() for launch in call[3])
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the direct launcher runs compiled CUDA kernels")
+def test_direct_launches_on_the_gpu_match_torch_on_fresh_and_misaligned_inputs(monkeypatch):
+    """On a GPU the second call of a shape launches the compiled kernel directly. Fresh inputs each call
+    must give fresh results, and a tensor at an address that is not 16-byte aligned (a slice) is another
+    prepared call (Triton specializes on alignment), not the aligned call's kernel."""
+    s, args = _gemm_silu_tma()
+    kern = tc.build(s, args)
+    ref = lambda a, w: torch.nn.functional.silu((a.float() @ w.float()).half().float()).half()  # noqa: E731
+    from triton.runtime.jit import JITFunction
+
+    jit_runs = []
+    real_run = JITFunction.run
+    monkeypatch.setattr(JITFunction, "run", lambda self, *a, **kw: jit_runs.append(1) or real_run(self, *a, **kw))
+    for _ in range(3):
+        a, w = torch.randn(200, 64, dtype=torch.float16), torch.randn(64, 96, dtype=torch.float16)
+        torch.testing.assert_close(kern(a, w), ref(a, w), rtol=2e-3, atol=2e-3)
+    launches = [launch for call in kern._calls.values() for launch in call[3]]
+    assert all(launch.direct is not None for launch in launches)
+    assert len(jit_runs) == len(launches)  # Triton's JITFunction.run only for the first call
+    for _ in range(3):  # the same addresses again (the allocator reuses freed blocks), other values
+        del a, w
+        a, w = torch.randn(200, 64, dtype=torch.float16), torch.randn(64, 96, dtype=torch.float16)
+        torch.testing.assert_close(kern(a, w), ref(a, w), rtol=2e-3, atol=2e-3)
+    base = torch.randn(200 * 64 + 1, dtype=torch.float16)
+    a = base[1:].view(200, 64)  # 2-byte offset: neither TMA nor 16-byte alignment
+    w = torch.randn(64, 96, dtype=torch.float16)
+    torch.testing.assert_close(kern(a, w), ref(a, w), rtol=2e-3, atol=2e-3)
+    assert len(kern._calls) == 2
+
+
+def test_a_launch_hook_sends_launches_through_triton():
+    """A profiler's launch hook (Triton's knobs.runtime.launch_enter_hook) needs Triton's launch metadata,
+    so the direct launcher steps aside whenever a hook is set; Triton 3.6's empty HookChain is no hook."""
+    from tilec.runtime import triton_compat
+
+    triton_compat.triton()
+    from triton.knobs import HookChain
+
+    chain = HookChain()
+    assert not triton_compat._hooked(None) and not triton_compat._hooked(chain)
+    chain.add(print)
+    assert triton_compat._hooked(chain) and triton_compat._hooked(print)

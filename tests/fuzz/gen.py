@@ -958,8 +958,9 @@ class Generator:
 
     def m_cache_write(self, st):
         scope = "local" if self.rng.random() < 0.9 else "shared"
-        cache = self.sched_line(f"s.cache_write({st.tensor.name}, {scope!r})", lambda r: r.name)
-        if cache is not None and self.rng.random() < 0.9:
+        tma = self.rng.choice(["", "", ", tma=True", f", tma=tc.flag({self.rng.choice(KNOB_NAMES)!r})"])
+        cache = self.sched_line(f"s.cache_write({st.tensor.name}, {scope!r}{tma})", lambda r: r.name)
+        if cache is not None and st.tensor.is_reduction and self.rng.random() < 0.9:
             inner = self.inner_axes(st)
             ax = _either(self.pick_leaf(st, lambda a: a.kind == "spatial" and a not in inner), self.pick_leaf(st))
             if ax is not None:
@@ -1071,7 +1072,8 @@ class Generator:
                         self.sched_line(f"{c.name}.compute_at({self.stage_var(r)}, {self.av(ko)})")
             at = self.outer_leaf(r)
             if at is not None and rng.random() < 0.5:
-                c = self.sched_line(f"s.cache_write({r.tensor.name}, 'local')", lambda res: res.name)
+                tma = rng.choice(["", ", tma=True"])
+                c = self.sched_line(f"s.cache_write({r.tensor.name}, 'local'{tma})", lambda res: res.name)
                 if c is not None:
                     self.sched_line(f"{c.name}.compute_at({self.stage_var(r)}, {self.av(at)})")
             if at is not None:
@@ -1137,7 +1139,7 @@ class Generator:
             st = rng.choice(stages)
             m = rng.choices([self.m_tile, self.m_epilogue, self.m_prologue, self.m_cache_read, self.m_cache_write,
                              self.m_inline], weights=[40, 20, 15, 10, 8, 7])[0]
-            if m is self.m_cache_write and not st.tensor.is_reduction and rng.random() < 0.95:
+            if m is self.m_cache_write and not st.tensor.is_reduction and rng.random() < 0.6:
                 m = self.m_tile
             if m is self.m_inline and (st.tensor.is_reduction or st.tensor in self.ns["s"].outputs):
                 m = self.m_epilogue

@@ -633,9 +633,16 @@ class KernelBuilder(ValueEmitter):
             addr, mask = self._tile_in(x, t)
             self._check_tile_numel(x, addr.dims)  # the value is broadcast to the stored tile
             axes = ", ".join(a.name for a in t.axis)
+            desc, starts = self.descriptor(t, t.axis, x, addr) if self._tma_store(t) else (None, ())
             out.append(Store(addr.code, self.expand(val, addr.dims, full=True), mask,
-                             f"{t.name}[{axes}] = {name}  # store, {t.dtype}"))
+                             f"{t.name}[{axes}] = {name}  # store, {t.dtype}" + ("  (tensor descriptor)" if desc else ""),
+                             desc=desc, starts=starts))
         self.scopes[-1][t.name] = (val, [env[a].code for a in t.axis])
+
+    def _tma_store(self, t) -> bool:
+        """Whether the schedule asks for t's tiles to be stored through a tensor descriptor (cache_write tma)."""
+        return any(c.kind == "cache_write" and c.tensor is t and factor_value(c.tma, self.config)
+                   for c in self.p.sched.caches)
 
     def tile_loop(self, lay) -> None:
         """Persistent: the statements after the grid axis's program id run in a loop over the tiles that

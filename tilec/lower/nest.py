@@ -74,13 +74,16 @@ class Load:
 @dataclass(frozen=True)
 class Store:
     """`tl.store(address, value, mask=mask)`; with `atomic`, `tl.atomic_add(...)` (split_k's partial sums
-    with deterministic=False)."""
+    with deterministic=False). With `desc` and `starts` (cache_write tma=True), the descriptor form
+    writes it as `desc.store([starts], value)` instead: the same tile, nothing past the tensor's edge."""
 
     address: Ex
     value: Ex
     mask: Ex | None
     nest: str | None = None
     atomic: bool = False
+    desc: str | None = None
+    starts: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -209,6 +212,8 @@ def statement(node, form: Form = CUDA) -> str | None:
         mask = f", mask={r(node.mask)}, other=0" if node.mask is not None else ""
         return f"{node.name} = tl.load({r(node.address)}{mask})"
     if isinstance(node, Store):
+        if node.desc is not None and form.descriptors:
+            return f"{node.desc}.store([{', '.join(r(s) for s in node.starts)}], {r(node.value)})"
         mask = f", mask={r(node.mask)}" if node.mask is not None else ""
         return f"tl.{'atomic_add' if node.atomic else 'store'}({r(node.address)}, {r(node.value)}{mask})"
     if isinstance(node, AccInit):

@@ -342,21 +342,22 @@ class ValueEmitter:
         if masks:
             mask = self.combine(" & ".join(["{}"] * len(masks)), masks, "bool", order=addr.dims).code
         name = self.fresh(hint)
-        desc, starts = self.descriptor(ld, st, addr) if tma else (None, ())
+        desc, starts = self.descriptor(t, ld.indices, st, addr) if tma else (None, ())
         nest = f"{hint} = {ld!r}" + ("  (tensor descriptor)" if desc else "")
         self.stmts.append(LoadTile(name, addr.code, mask, nest, desc, starts))
         self.zero_outside[name] = {m.code for m in masks}  # where the load gives 0 (other=0)
         return Val(Name(name), addr.dims, t.dtype)
 
-    def descriptor(self, ld: Load, st: Stage, addr: Val) -> tuple[str | None, tuple]:
-        """The descriptor parameter and block starts for a tile of `ld`, or (None, ()) where a descriptor
-        cannot read it: fewer than 2 dims, a bool tensor, an index that is not an axis running over exactly its
+    def descriptor(self, t, indices, st: Stage, addr: Val) -> tuple[str | None, tuple]:
+        """The descriptor parameter and block starts for the tile of tensor `t` at `indices` (a load's, or
+        a stage's own axes for its store) at `addr`, or (None, ()) where a descriptor cannot read or write
+        it: fewer than 2 dims, a bool tensor, an index that is not an axis running over exactly its
         dimension as one block of a tile dim, masked only at the edge, or dims out of the tensor's order."""
-        t, env = ld.tensor, self.env[st.name]
+        env = self.env[st.name]
         if t.ndim < 2 or len(addr.dims) != t.ndim or t.dtype == "bool":  # Triton's bool (int1) has no bytes
             return None, ()
         starts = []
-        for d, idx in enumerate(ld.indices):
+        for d, idx in enumerate(indices):
             if not (isinstance(idx, IterVar) and idx in env and size_text(idx.extent) == size_text(t.shape[d])):
                 return None, ()
             v = env[idx]

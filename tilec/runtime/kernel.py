@@ -175,9 +175,9 @@ class Kernel:
         else:
             raise ArgumentError(f"out: expected a torch.Tensor or a list of them "
                                 f"({', '.join(self._out_names)}), got {type(out).__name__}")
-        try:
-            key = tuple((x.shape, x.stride(), x.dtype, x.device) if isinstance(x, torch.Tensor) else id(x)
-                        for x in (*tensors, *(outs_given or ())))
+        try:  # what Triton specializes a kernel on: shapes, strides, dtypes and 16-byte alignment
+            key = tuple((x.shape, x.stride(), x.dtype, x.device, x.data_ptr() % 16 == 0)
+                        if isinstance(x, torch.Tensor) else id(x) for x in (*tensors, *(outs_given or ())))
         except (RuntimeError, NotImplementedError):  # a tensor without strides (sparse): _prepare refuses it
             key = None
         # tensor descriptors need 16-byte aligned tensors, which the key does not say: checked every call
@@ -200,12 +200,8 @@ class Kernel:
         buffers = dict(zip(self._in_names, tensors)) | dict(zip(self._out_names, outs))
         for name, shape, dt, zeroed in buffer_shapes:  # zeroed: split_k's atomic workspace
             buffers[name] = (torch.zeros if zeroed else torch.empty)(shape, dtype=dt, device=device)
-        for fn, grid, static, tensor_params, descs in launches:
-            made = {p: triton_compat.tensor_descriptor().from_tensor(buffers[t], block) for p, t, block in descs}
-            try:
-                fn[grid](**static, **{p: buffers[p] for p in tensor_params}, **made)
-            except triton_compat.out_of_resources() as e:
-                raise _too_large(fn, e) from e
+        for launch in launches:
+            launch(buffers)
         return outs[0] if n_out == 1 else tuple(outs)
 
     def _check_no_grad(self, tensors, outs) -> None:
@@ -333,7 +329,7 @@ class Kernel:
                 # No mul+add -> fma contraction: each float32 operation rounds as in the unfused
                 # program (and in eager PyTorch), which keeps fused kernels bit-compatible.
                 static["enable_fp_fusion"] = False
-            launches.append((getattr(mod, k.name), grid, static, tensor_params, descs))
+            launches.append(_Launch(getattr(mod, k.name), grid, static, tensor_params, descs))
         out_shapes = [(list(x.shape), x.dtype) for x in outs]
         extents = tuple(_extent(x) for x in (*tensors, *outs))
         return device, out_shapes, buffer_shapes, launches, extents
@@ -360,6 +356,41 @@ class Kernel:
                 raise ArgumentError(f"out {t.name}: its strides {x.stride()} make elements overlap or leave "
                                     f"gaps; pass a dense tensor (e.g. torch.empty(...) or .contiguous())")
         return out
+
+
+class _Launch:
+    """One kernel launch of a prepared call: the kernel, its grid, and its arguments (constants, the
+    call's tensors by name, tensor descriptors made from them). The first launch goes through Triton's
+    `fn[grid](...)`, which compiles (or finds) the kernel specialized for these arguments; later ones
+    call that compiled kernel directly (triton_compat.direct_launcher), which is valid because a
+    prepared call is only reused for tensors that specialize the same way (Kernel.__call__'s key)."""
+
+    def __init__(self, fn, grid, static, tensor_params, descs):
+        self.fn, self.grid, self.static = fn, grid, static
+        self.tensor_params, self.descs = tensor_params, descs
+        self.direct = None
+        # the direct launcher's arguments in the kernel's parameter order: a constant, or the name of a
+        # call tensor read by pointers ("tensor") or through a descriptor ("descriptor": the launcher gets
+        # the tensor and makes the descriptor of the block shape `blocks` gives for that position)
+        by_name = {**{p: ("tensor", p) for p in tensor_params}, **{p: ("descriptor", t) for p, t, _ in descs}}
+        names = list(getattr(fn, "arg_names", ()))
+        covered = all(name in by_name or name in static for name in names)
+        self.order = [by_name.get(name) or ("constant", static[name]) for name in names] if covered else []
+        block_of = {p: block for p, _, block in descs}
+        self.blocks = {i: block_of[name] for i, name in enumerate(names) if name in block_of}  # position -> block
+
+    def __call__(self, buffers) -> None:
+        if self.direct is not None:  # a descriptor's place holds its tensor: the launcher makes (or keeps) it
+            args = [v if kind == "constant" else buffers[v] for kind, v in self.order]
+            if self.direct(self.grid, args):
+                return
+        made = {p: triton_compat.tensor_descriptor().from_tensor(buffers[t], block) for p, t, block in self.descs}
+        try:
+            compiled = self.fn[self.grid](**self.static, **{p: buffers[p] for p in self.tensor_params}, **made)
+        except triton_compat.out_of_resources() as e:
+            raise _too_large(self.fn, e) from e
+        if self.direct is None and self.order:
+            self.direct = triton_compat.direct_launcher(compiled, self.blocks)
 
 
 # Programs a persistent kernel runs in Triton's interpreter: few, so that each loops over several tiles.

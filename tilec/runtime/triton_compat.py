@@ -88,3 +88,117 @@ def _fix_interpreter_comparisons() -> None:
         if name.startswith(("create_icmp", "create_fcmp")) and name[-2:] in ops:
             setattr(builder, name, compare(ops[name[-2:]]))
     builder._tilec_comparisons_fixed = True
+
+
+def direct_launcher(compiled, blocks=None):
+    """A faster way to launch a kernel again: `launch(grid, args)` calls the compiled kernel that
+    `fn[grid](...)` returned through its launcher, with `args` in the order of fn's parameters
+    (constexpr ones included; the launcher skips them) and, at each position of `blocks` (position ->
+    block shape), the tensor a host-side tensor descriptor reads. It skips what Triton's
+    `JITFunction.run` does on every call (binding keyword arguments, specializing each argument on its
+    value and alignment, the cache lookup) and, where this Triton's launcher allows (`_raw_launch`),
+    re-encoding each descriptor's CUDA tensor map: those are kept per (tensor address, shape,
+    strides), which is all a tensor map holds. Both cost tens of µs of host time per call: more than
+    the GPU time of a 40 µs GEMM. The caller must launch only with arguments that specialize as the
+    first call's did (tilec/runtime/kernel.py keys its prepared calls on shapes, strides, alignment).
+
+    `launch` returns False, launching nothing, where the direct call would differ from Triton's:
+    a launch hook is set (a profiler wants launch metadata) or the current device is not the one
+    the kernel was loaded on. None where this is not a compiled CUDA kernel of a Triton with these
+    internals (the interpreter; another version): then every launch goes through `fn[grid]`."""
+    if target() != "cuda" or not all(hasattr(compiled, a) for a in ("run", "function", "packed_metadata")):
+        return None
+    try:
+        from triton import knobs
+        from triton.runtime.driver import driver
+    except ImportError:  # pragma: no cover - Triton 3.6 has both
+        return None
+    active = driver.active
+    device = active.get_current_device()
+    hooks = knobs.runtime
+    blocks = dict(blocks or {})
+    run, function, packed = compiled.run, compiled.function, compiled.packed_metadata
+    descriptor = tensor_descriptor()
+    raw = _raw_launch(run, compiled, sorted(blocks))
+
+    def ready(grid):
+        if _hooked(hooks.launch_enter_hook) or _hooked(hooks.launch_exit_hook):
+            return None
+        if active.get_current_device() != device:
+            return None
+        return grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1
+
+    if raw is None:  # Triton's launcher as it is: descriptors made and encoded per launch
+        def launch(grid, args) -> bool:
+            g = ready(grid)
+            if g is None:
+                return False
+            args = [descriptor.from_tensor(a, blocks[i]) if i in blocks else a for i, a in enumerate(args)]
+            run(*g, active.get_current_stream(device), function, packed, None, None, None, *args)
+            return True
+        return launch
+
+    raw_launch, encode, cooperative, pdl = raw
+    maps: dict[tuple, list] = {}  # (position, address, shape, strides) -> the descriptor's launcher args
+
+    def launch(grid, args) -> bool:
+        g = ready(grid)
+        if g is None:
+            return False
+        final = []
+        for i, a in enumerate(args):
+            if i not in blocks:
+                final.append(a)
+                continue
+            key = (i, a.data_ptr(), tuple(a.shape), a.stride())
+            enc = maps.get(key)
+            if enc is None:
+                if len(maps) >= 256:
+                    maps.clear()
+                enc = maps[key] = encode(descriptor.from_tensor(a, blocks[i]), i)
+            final.extend(enc)
+        raw_launch(*g, active.get_current_stream(device), function, cooperative, pdl, None, None, packed, None,
+                   None, None, *final)
+        return True
+
+    return launch
+
+
+def _raw_launch(run, compiled, positions):
+    """(the C launch function, encode(descriptor, position) -> its launcher args, cooperative, pdl) of a
+    compiled kernel whose descriptors are the parameters at `positions`, for Triton 3.6's CUDA launcher
+    (backends/nvidia/driver.py: CudaLauncher wraps the C launch in `wrap_handle_tensordesc`, which calls
+    `make_tensordesc_arg` per descriptor per launch). None where the launcher is not that one, the kernel
+    needs scratch memory, or its descriptors are not the expected ones: then launches go through `run`."""
+    try:
+        from triton.backends.nvidia import driver as nvidia
+    except ImportError:  # pragma: no cover - a Triton without the CUDA backend
+        return None
+    need = ("launch", "launch_cooperative_grid", "launch_pdl", "global_scratch_size", "profile_scratch_size")
+    if not isinstance(run, getattr(nvidia, "CudaLauncher", ())) or not all(hasattr(run, a) for a in need):
+        return None
+    if run.global_scratch_size or run.profile_scratch_size or not hasattr(nvidia, "make_tensordesc_arg"):
+        return None
+    signature = list(getattr(compiled.src, "signature", {}).values())
+    if [i for i, sig in enumerate(signature) if isinstance(sig, str) and sig.startswith("tensordesc")] != positions:
+        return None
+    launch = run.launch
+    if positions:  # the C function inside wrap_handle_tensordesc's closure
+        cells = dict(zip(launch.__code__.co_freevars, (c.cell_contents for c in launch.__closure__ or ())))
+        launch = cells.get("launcher")
+        if launch is None:
+            return None
+    metas = list(getattr(compiled.metadata, "tensordesc_meta", None) or [None] * len(positions))
+    if len(metas) != len(positions):
+        return None
+    meta_at = dict(zip(positions, metas))
+
+    def encode(desc, position):
+        return nvidia.make_tensordesc_arg(desc, meta_at[position])
+
+    return launch, encode, run.launch_cooperative_grid, run.launch_pdl
+
+
+def _hooked(hook) -> bool:
+    """Whether a Triton launch hook is set: None, or a HookChain (Triton 3.6's knobs) with no calls, is not."""
+    return hook is not None and bool(getattr(hook, "calls", True))

@@ -161,7 +161,7 @@ class Stage:
         self.pipelines: dict[IterVar, int | Knob] = {}
         self.unrolled: set[IterVar] = set()
         self.warps: int | Knob | None = None
-        self.tma: int | Knob = 0  # a cache_read's loads through tensor descriptors (1, or a tc.flag)
+        self.tma: int | Knob = 0  # a cache_read's loads / cache_write's stores through tensor descriptors
         self.persistent_axes: dict[IterVar, int | Knob] = {}  # grid axis -> flatten (tl.range's), from persistent()
         self.fused_with: tuple[Stage, IterVar] | None = None  # compute_with: (stage, its loop) this stage's loop joins
         self.k_split: tuple[IterVar, int | Knob, bool] | None = None  # split_k(): (loop, parts, deterministic)
@@ -689,10 +689,17 @@ class Schedule:
         self._steps.append(Step("cache_read", None, args, (name,)))
         return stage
 
-    def cache_write(self, tensor: Tensor, scope: str) -> Stage:
+    def cache_write(self, tensor: Tensor, scope: str, tma=False) -> Stage:
         """Accumulate `tensor` in a buffer (registers for 'local') written to memory once at its end.
 
-        Before and after, as loop nest and Triton: tests/golden/primitives/cache_write.txt.
+        `tma=True` (or a `tc.flag`) writes its tiles to memory through a tensor descriptor (Hopper's TMA
+        unit: `desc.store([row, col], tile)`, elements past the tensor's edge not written) where a tile
+        is a block of the tensor in its own dimension order bounded only by the tensor's edges; other
+        tiles, and calls whose output does not meet TMA's alignment, use pointer stores. On an
+        elementwise stage (an epilogue such as SiLU) it only chooses how the tile is stored.
+
+        Before and after, as loop nest and Triton: tests/golden/primitives/cache_write.txt and
+        tests/golden/primitives/cache_write_tma.txt.
         """
         st = self[tensor] if isinstance(tensor, Tensor) else None
         if st is None:
@@ -705,9 +712,14 @@ class Schedule:
                                 f"registers; use scope 'local'")
         if any(c.kind == "cache_write" and c.tensor is tensor for c in self.caches):
             raise ArgumentError(f"cache_write: {tensor.name} already has a cache_write stage")
+        tma = _flag(tma, 3, "tma", "cache_write", self.knobs)
         stage = Stage(self, tensor, "cache_write", name=f"{tensor.name}_local", scope=scope)
+        stage.tma = tma
         self.caches.append(stage)
-        self._steps.append(Step("cache_write", None, (TensorRef(tensor.name), "local"), (stage.name,)))
+        args = (TensorRef(tensor.name), "local")
+        if tma != 0:  # recorded only when asked, as cache_read's
+            args += (_value(tma) if isinstance(tma, Flag) else True,)
+        self._steps.append(Step("cache_write", None, args, (stage.name,)))
         return stage
 
     def fingerprint(self) -> str:

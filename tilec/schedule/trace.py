@@ -59,7 +59,7 @@ PRIMITIVES: dict[str, tuple[bool, dict[int, str]]] = {
     "compute_inline": (True, {}), "compute_root": (True, {}), "bind": (True, {}),
     "pipeline": (True, {1: "stages"}), "num_warps": (True, {}), "unroll": (True, {}),
     "swizzle": (True, {2: "group"}), "persistent": (True, {1: "flatten"}),
-    "cache_read": (False, {2: "readers", 3: "tma"}), "cache_write": (False, {}),
+    "cache_read": (False, {2: "readers", 3: "tma"}), "cache_write": (False, {2: "tma"}),
 }
 CACHES = ("cache_read", "cache_write")  # the primitives that create a stage (its name: the step's result)
 
