@@ -14,8 +14,10 @@ from pathlib import Path
 import optuna
 import pytest
 
+import tilec as tc
 from tilec.cli import UserError, main
 from tilec.tune import measure
+from tilec.tune import study as study_mod
 
 REPO = Path(__file__).parent.parent
 
@@ -79,6 +81,7 @@ def tuned(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(measure, "default_timer", fake_timer)
         mp.setattr(sys, "path", list(sys.path))
+        mp.setattr(study_mod, "_stderr_is_terminal", lambda: True)  # as a person at a terminal sees it
         rc, out, err = run(["tune", case, *MIX, "--trials", 12, "--storage", url, "--report", d / "r.json"])
     assert rc == 0, err
     name = out.split("study:")[-1].split()[0]
@@ -87,7 +90,7 @@ def tuned(tmp_path_factory):
 
 def test_tune_prints_trials_plan_and_study(tuned):
     out = tuned["out"]
-    assert "Best trial" in tuned["err"] and "it/s" in tuned["err"]     # optuna's progress bar, on stderr
+    assert "Best trial" in tuned["err"] and "it/s" in tuned["err"]     # optuna's progress bar, on a terminal
     assert tuned["name"].startswith("tilec-")
     for state in ("COMPLETE", "PRUNED", "FAIL"):
         assert state in out
@@ -209,3 +212,34 @@ def test_python_m_tilec_cli(tmp_path):
                        capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 2
     assert p.stderr.startswith("error: no such file") and "Traceback" not in p.stderr
+
+
+def test_version_and_python_m_tilec(capsys):
+    """`tilec --version` names tilec's version and the Triton and torch it runs with; `python -m tilec`
+    is the same command."""
+    import importlib.metadata
+
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"tilec {tc.__version__} (triton {importlib.metadata.version('triton')}, torch ")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    p = subprocess.run([sys.executable, "-m", "tilec", "--version"], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert p.returncode == 0 and p.stdout == out, p.stderr
+    p = subprocess.run([sys.executable, "-m", "tilec"], capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 2 and "required: command" in p.stderr
+
+
+def test_no_progress_bar_off_a_terminal_or_with_no_progress(tmp_path, monkeypatch):
+    """Where stderr is no terminal (a log, CI), or with --no-progress, `tilec tune` shows no progress bar."""
+    case = write_case(tmp_path)
+    monkeypatch.setattr(measure, "default_timer", fake_timer)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    for terminal, flags in ((False, []), (True, ["--no-progress"])):
+        monkeypatch.setattr(study_mod, "_stderr_is_terminal", lambda terminal=terminal: terminal)
+        rc, out, err = run(["tune", case, *MIX, "--trials", 2, "--storage", f"sqlite:///{tmp_path / 'q.db'}",
+                            *flags])
+        assert rc == 0 and "chosen: " in out, err
+        assert "it/s" not in err and "Best trial" not in err

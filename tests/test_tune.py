@@ -316,3 +316,30 @@ def test_a_space_the_trials_cover_is_searched_whole_unseeded(tmp_path):
     trials = tuned.trials()
     assert not any(t.get("seed") for t in trials)
     assert len({tuple(sorted(t["config"].items())) for t in trials}) == len(trials) == size
+
+
+@pytest.mark.parametrize("terminal, progress, shown", [(True, None, True), (False, None, False),
+                                                      (True, False, False), (False, True, True)])
+def test_progress_is_shown_on_a_terminal_by_default(tmp_path, monkeypatch, terminal, progress, shown):
+    """tc.tune's progress bar: on by default where stderr is a terminal, off elsewhere (logs, CI);
+    progress=True/False overrides it."""
+    import optuna
+
+    from tilec.tune import study as study_mod
+
+    seen = []
+    real = optuna.Study.optimize
+    monkeypatch.setattr(optuna.Study, "optimize",
+                        lambda self, *a, **kw: seen.append(kw["show_progress_bar"]) or real(self, *a, **kw))
+    monkeypatch.setattr(study_mod, "_stderr_is_terminal", lambda: terminal)
+    s, args = tune_case.make()
+    tc.tune(s, tune_case.MIX, trials=1, args=args, reference=tune_case.reference, jobs=0,
+            storage=f"sqlite:///{tmp_path / 'p.db'}", progress=progress)
+    assert seen == [shown]
+
+
+def test_progress_argument_is_checked(tmp_path):
+    s, args = tune_case.make()
+    with pytest.raises(tc.ArgumentError, match=r"progress must be True, False or None \(shown on a terminal\), "
+                                               r"got 'yes'"):
+        tc.tune(s, tune_case.MIX, trials=1, args=args, storage=f"sqlite:///{tmp_path / 'p.db'}", progress="yes")

@@ -6,11 +6,12 @@
     tilec show [--storage URL] [--study NAME] [--file FILE --mix ... --fixed ...]
     tilec show --tuned FILE --mix ... [--fixed ...] [--storage URL]
     tilec lower FILE [--config BM=128,BN=128]
+    tilec --version            (also: python -m tilec ...)
 
 FILE is a Python file like the examples: it defines `make()` -> (schedule, args) and, for `tune`,
 `reference(*inputs)` (torch; without it the unscheduled compute built by tilec is the reference).
 Its directory is put on `sys.path`, so it can `import common`. `tune` shows optuna's progress bar
-on stderr while it runs, then every trial of the study, the plan, and how to find the study again.
+on stderr while it runs (where stderr is a terminal; `--no-progress` never), then every trial of the study, the plan, and how to find the study again.
 User errors (a bad mix, a missing file, a bad storage, a TilecError) print one `error: ...` line and
 exit with status 2; `--traceback` shows the Python traceback instead. `tune` measures candidates in
 worker processes that rebuild the schedule from FILE where they cannot be forked (on a GPU); SIGINT
@@ -147,7 +148,7 @@ def cmd_tune(a) -> int:
     sys.stdout.flush()
     tuned = tc.tune(s, mix, trials=a.trials, args=args, reference=reference, storage=storage,
                     expected_calls=a.expected_calls, worker=a.worker, study_name=name,
-                    progress=not a.no_progress, jobs=a.jobs, timeout=a.timeout, recipe=a.file)
+                    progress=False if a.no_progress else None, jobs=a.jobs, timeout=a.timeout, recipe=a.file)
     if a.worker:
         rows = trial_rows(load_study(name, storage))
         print(f"study {name} in {storage} now has {counts_text(rows)}")
@@ -253,6 +254,7 @@ def parser() -> argparse.ArgumentParser:
                                          "generated code. Docs: docs/tuning.md")
     p.add_argument("--traceback", action="store_true", help="show the Python traceback of errors (allowed "
                                                             "anywhere on the line)")
+    p.add_argument("--version", action="version", version=_version_text())
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     t = sub.add_parser("tune", help="search a schedule's knobs for a shape mix (an optuna study)")
@@ -268,7 +270,7 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--worker", action="store_true",
                    help="only add trials to the shared study (run one per GPU/host); no plan")
     t.add_argument("--report", metavar="PATH", help="write the trials and plan to a .json (or .png, needs matplotlib)")
-    t.add_argument("--no-progress", action="store_true", help="no progress bar (optuna's, on stderr)")
+    t.add_argument("--no-progress", action="store_true", help="no progress bar (by default optuna's bar is shown on stderr where it is a terminal)")
     t.add_argument("--jobs", type=int, metavar="N", help="worker processes measuring candidates (compiles run "
                    "in parallel; default: half the cores, at most 4; 0: in this process, unisolated)")
     t.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS",
@@ -289,6 +291,19 @@ def parser() -> argparse.ArgumentParser:
     lo.add_argument("--config", metavar="KNOBS", help="knob values, e.g. BM=128,BN=128 (default: each knob's first choice)")
     lo.set_defaults(func=cmd_lower)
     return p
+
+
+def _version_text() -> str:
+    """`tilec --version`: tilec's version and the Triton and torch it runs with (Triton is not imported)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def of(name):
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "not installed"
+
+    return f"tilec {tc.__version__} (triton {of('triton')}, torch {of('torch')}, Python {sys.version.split()[0]})"
 
 
 def main(argv=None) -> int:

@@ -38,6 +38,7 @@ import json
 import math
 import os
 import signal
+import sys
 import threading
 import time
 import warnings
@@ -302,17 +303,26 @@ def seed_configs(sched, space, mix: ShapeMix, n: int) -> list[dict]:
     return out
 
 
+def _stderr_is_terminal() -> bool:
+    """Whether a person is likely watching: stderr is a terminal (tc.tune's default for its progress bar)."""
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # a replaced or closed stderr
+        return False
+
+
 def tune(sched, mix: ShapeMix, trials: int = 64, *, args=None, reference=None, storage: str | None = None,
          expected_calls: float = 1_000_000, timer=None, seed: int = 0, seeds: int = 8,
          study_name: str | None = None, worker: bool = False, shared_limit: int | None = None,
-         heartbeat: int = 2, progress: bool = False, jobs: int | None = None,
+         heartbeat: int = 2, progress: bool | None = None, jobs: int | None = None,
          timeout: float = DEFAULT_TIMEOUT, recipe: str | None = None) -> Tuned:
     """Tune `sched`'s knobs for `mix` (see the module docstring); returns a `Tuned`.
 
     `args` defaults to the schedule's inputs then outputs; `reference` (inputs -> outputs, torch)
     checks every candidate on every shape, by default the unscheduled compute built by tilec.
     `worker=True` only adds trials to the shared study (for several processes or hosts);
-    `progress=True` shows a progress bar (optuna's, tqdm).
+    `progress=True` shows a progress bar (optuna's, tqdm, on stderr); by default (None) it is shown
+    when stderr is a terminal; `progress=False` keeps tuning quiet.
     `jobs` worker processes measure candidates (default: half the cores, at most 4; `jobs=0`
     measures in this process, unisolated); `timeout` bounds one candidate's compile, check and
     timing on every shape, in seconds. `recipe` is a Python file whose make() rebuilds this schedule
@@ -324,6 +334,9 @@ def tune(sched, mix: ShapeMix, trials: int = 64, *, args=None, reference=None, s
         raise ArgumentError(f"tune: expected a tc.ShapeMix, got {type(mix).__name__}")
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
         raise ArgumentError(f"tune: trials must be a positive int, got {trials!r}")
+    if progress is not None and not isinstance(progress, bool):
+        raise ArgumentError(f"tune: progress must be True, False or None (shown on a terminal), got {progress!r}")
+    progress = _stderr_is_terminal() if progress is None else progress
     jobs = default_jobs() if jobs is None else jobs
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 0:
         raise ArgumentError(f"tune: jobs must be an int >= 0 (0: measure in this process), got {jobs!r}")
