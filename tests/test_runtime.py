@@ -232,3 +232,49 @@ def test_a_launch_hook_sends_launches_through_triton():
     assert not triton_compat._hooked(None) and not triton_compat._hooked(chain)
     chain.add(print)
     assert triton_compat._hooked(chain) and triton_compat._hooked(print)
+
+
+def test_direct_launcher_keeps_no_tensor_alive_before_hopper(monkeypatch):
+    """Review find: below compute capability 9.0 Triton rewrites descriptors to pointers, its compiled
+    kernel has no tensor-map metadata, and a descriptor's launcher args hold the tensor itself. Keeping
+    those per address kept every call's fresh output alive (up to 256 per launch). Here a stand-in CUDA
+    launcher of that kind: the direct launcher must leave no output alive after the calls."""
+    import gc
+    import types
+    import weakref
+
+    from tilec.runtime import triton_compat as tcmp
+
+    tcmp.triton()
+    from triton.backends.nvidia import driver as nv
+    from triton.runtime.driver import driver
+
+    class FakeActive:  # the CUDA driver's device and stream queries
+        def get_current_device(self):
+            return 0
+
+        def get_current_stream(self, device):
+            return 0
+
+    monkeypatch.setattr(driver, "_active", FakeActive(), raising=False)
+    monkeypatch.setattr(type(driver), "active", property(lambda self: self._active), raising=False)
+    monkeypatch.setattr(tcmp, "target", lambda: "cuda")
+    launched = []
+    sig = {"X": "*fp32", "Y_desc": "tensordesc<fp32[16, 16]>", "M": "i32"}
+    run = nv.CudaLauncher.__new__(nv.CudaLauncher)
+    run.launch = nv.wrap_handle_tensordesc(lambda *a: launched.append(len(a)), sig, [])
+    run.global_scratch_size = run.profile_scratch_size = 0
+    run.launch_cooperative_grid = run.launch_pdl = 0
+    run.global_scratch_align = run.profile_scratch_align = run.num_ctas = 1
+    compiled = types.SimpleNamespace(run=run, function=0, packed_metadata=(4, 1, 0),
+                                     src=types.SimpleNamespace(signature=sig),
+                                     metadata=types.SimpleNamespace(tensordesc_meta=[]))
+    launch = tcmp.direct_launcher(compiled, {1: [16, 16]})
+    x, refs = torch.zeros(64, 64), []
+    for _ in range(10):
+        out = torch.empty(64, 64)  # a fresh output each call, as Kernel.__call__ makes
+        refs.append(weakref.ref(out))
+        assert launch((1,), [x, out, 64])
+        del out
+    gc.collect()
+    assert len(launched) == 10 and sum(r() is not None for r in refs) == 0

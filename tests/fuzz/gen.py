@@ -960,7 +960,7 @@ class Generator:
         scope = "local" if self.rng.random() < 0.9 else "shared"
         tma = self.rng.choice(["", "", ", tma=True", f", tma=tc.flag({self.rng.choice(KNOB_NAMES)!r})"])
         cache = self.sched_line(f"s.cache_write({st.tensor.name}, {scope!r}{tma})", lambda r: r.name)
-        if cache is not None and st.tensor.is_reduction and self.rng.random() < 0.9:
+        if cache is not None and self.rng.random() < (0.9 if st.tensor.is_reduction else 0.3):
             inner = self.inner_axes(st)
             ax = _either(self.pick_leaf(st, lambda a: a.kind == "spatial" and a not in inner), self.pick_leaf(st))
             if ax is not None:

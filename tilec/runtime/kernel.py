@@ -180,7 +180,7 @@ class Kernel:
                         if isinstance(x, torch.Tensor) else id(x) for x in (*tensors, *(outs_given or ())))
         except (RuntimeError, NotImplementedError):  # a tensor without strides (sparse): _prepare refuses it
             key = None
-        # tensor descriptors need 16-byte aligned tensors, which the key does not say: checked every call
+        # tensor descriptors need 16-byte aligned tensors: the key says so, and _aligned decides the form
         descriptors = bool(self.program.descriptors) and key is not None and self._aligned(tensors, outs_given)
         call = self._calls.get((key, descriptors))
         if call is None:  # first call with these shapes: check everything, then remember the launches

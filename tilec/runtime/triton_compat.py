@@ -189,7 +189,9 @@ def _raw_launch(run, compiled, positions):
         if launch is None:
             return None
     metas = list(getattr(compiled.metadata, "tensordesc_meta", None) or [None] * len(positions))
-    if len(metas) != len(positions):
+    if len(metas) != len(positions) or any(m is None for m in metas):
+        # before Hopper Triton rewrites descriptors to pointers: their launcher args hold the tensor
+        # itself, which a kept encoding would keep alive (every call's fresh output): not kept then
         return None
     meta_at = dict(zip(positions, metas))
 
