@@ -239,3 +239,14 @@ def test_tma_store_in_the_trace_and_checked():
     with pytest.raises(tc.ArgumentError, match=r"argument 3, 'tma' to cache_write: expected True, False or a "
                                                r"tc.flag, got 1.5"):
         s0.cache_write(Y, "local", tma=1.5)
+
+
+def test_a_block_past_tmas_256_element_box_takes_the_pointer_form():
+    """A tensor map's box has at most 256 elements a dimension: a 16 x 512 tile with tma=True is read by
+    pointers (on the GPU the descriptor would fail at launch), with the same result."""
+    assert kernel_mod._descriptor_fits(torch.empty(64, 1024), [16, 256])
+    assert not kernel_mod._descriptor_fits(torch.empty(64, 1024), [16, 512])
+    s, (A, W, C, Y) = gemm_silu_tma(bn=512)
+    kern = tc.build(s, [A, W, Y])
+    _run(kern, torch.randn(20, 32), torch.randn(32, 600))
+    assert _used_descriptors(kern) == [False]

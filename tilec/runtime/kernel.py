@@ -423,13 +423,15 @@ def block_shape(p, config) -> list[int]:
 
 def _descriptor_fits(x: torch.Tensor, block: list[int]) -> bool:
     """TMA's rules for a tensor and block (Triton's TensorDescriptor, the CUDA tensor-map API): 2 to 5
-    dims, a contiguous last dim, other strides and the block's last dim multiples of 16 bytes; and, to be
-    safe, no stride-0 (broadcast) dim, which the tensor-map API is not known to take."""
+    dims, a contiguous last dim, other strides and the block's last dim multiples of 16 bytes, at most 256
+    elements a block dim (the tensor map's box); and, to be safe, no stride-0 (broadcast) dim, which the
+    tensor-map API is not known to take."""
     size = x.element_size()
     return (x.dtype != torch.bool and 2 <= x.dim() <= 5 and x.stride(-1) == 1
             and all(st * size % 16 == 0 for st in x.stride()[:-1])
             and all(st > 0 for st, n in zip(x.stride(), x.shape) if n > 1)  # no broadcast (stride 0) dims
-            and block[-1] * size % 16 == 0 and x.numel() > 0)
+            and block[-1] * size % 16 == 0 and all(b <= 256 for b in block)  # TMA's box: 256 a dim
+            and x.numel() > 0)
 
 
 def _dense(x: torch.Tensor) -> bool:
