@@ -505,3 +505,16 @@ def test_a_large_three_dimensional_tile_is_refused_not_compiled_for_minutes():
     x = torch.randn(70, 9).bfloat16()
     x[3, 2] = float("nan")
     torch.testing.assert_close(kernel(x).float(), x.float().amax(1), equal_nan=True)
+
+
+def test_not_of_a_specialized_size_comparison_is_logical():
+    """Fuzz seed 7100058: ~(M == 0) with M specialized to 1 became `~(1 == 0)` in the kernel, a Python
+    bool, whose ~ is bitwise (-1), so C = ~(M == 0) * 2.0 gave -2.0 instead of 2.0. ~ of a bool is logical
+    not, on tensors and Python bools alike."""
+    (M,) = tc.size_vars("M")
+    X = tc.placeholder((M,), "int32", name="X")
+    C = tc.compute((M, M), lambda i, j: ~M.eq(0) * 2.0 + (~(X[i] > 0)).astype("float32"), name="C")
+    x = torch.tensor([3, -1, 0], dtype=torch.int32)
+    want = 2.0 + (x <= 0).float()[:, None].expand(3, 3)
+    for spec in (None, {"M": 3}):
+        _close(tc.build(tc.create_schedule(C), [X, C], specialize=spec)(x), want)

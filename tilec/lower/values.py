@@ -178,6 +178,8 @@ class ValueEmitter:
             return Val(f("tl.cast({}, " + tn + ")", v.code), v.dims, e.dtype)
         if isinstance(e, Unary):
             v = self.emit(e.a, st, loads)
+            if e.op == "~" and v.dtype == "bool":  # logical not: ~ of a Python bool (a specialized size's
+                return Val(f("({} == 0)", Paren(v.code)), v.dims, "bool")  # comparison) is bitwise, -1
             return Val(f(e.op + "{}", Paren(v.code)), v.dims, v.dtype)
         if isinstance(e, Call):
             v = self.emit(e.args[0], st, loads)
