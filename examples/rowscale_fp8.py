@@ -3,7 +3,8 @@ Q[r, c] = X[r, c] * (448 / amax[r]) as float8_e4m3fn, and the scale S[r] = amax[
 
 The row max is complete before any element of the row is quantized: Q is placed at amax's row (the
 grid axis), after amax's loop over column tiles. Placing Q inside that loop (amax.co) is illegal and
-tilec says so (see docs/legality.md).
+tilec says so (see docs/legality.md). When the row fits one tile (BLOCK >= N at a call), the loops run
+once and are no loops: the row is read once, for the max and for the quantization.
 """
 
 import common
@@ -24,12 +25,13 @@ def make():
     S = tc.compute((M,), lambda r: amax[r] / 448.0, name="S")
     s = tc.create_schedule([Q, S])
     (r,) = amax.axis
-    block = tc.knob("BLOCK", [1024, 2048])
+    block = tc.knob("BLOCK", [1024, 2048, 4096, 8192])
     s[amax].split(c, block)
     s[amax].bind(r, "program_id.0")
     s[Q].split(Q.axis[1], block)
     s[Q].compute_at(s[amax], r)
     s[S].compute_at(s[amax], r)
+    s[amax].num_warps(tc.knob("warps", [4, 8, 16]))
     return s, [X, Q, S]
 
 

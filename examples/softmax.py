@@ -1,7 +1,10 @@
-"""Row softmax in one kernel: the row max, then the sum of exp(x - max), then the division.
+"""Row softmax in one kernel: the row max, the sum of exp(x - max), then the division.
 
-Both reductions are producers computed at Y's row (each its own loop over column tiles); Y loops over
-the row a third time. Sizes that do not divide the tile are masked (max with -inf, sum with 0).
+The max and the sum are producers computed at Y's row, and `online` runs them as one loop (den's loop
+carries mx as a running max, rescaling the sum as the max grows); Y loops over the row once more. When
+the row fits one tile (BLOCK >= N at a call), those loops run once, so they are no loops: the row is
+read once, its exponentials computed once, and written once. Sizes that do not divide the tile are
+masked (max with -inf, sum with 0).
 """
 
 import common
@@ -12,32 +15,34 @@ import tilec as tc
 SIZES = [dict(M=64, N=1024), dict(M=37, N=1000), dict(M=1, N=1), dict(M=5, N=3000)]
 
 
-def make():
+def make(dtype="float32"):
     M, N = tc.size_vars("M N")
-    X = tc.placeholder((M, N), "float32", name="X")
+    X = tc.placeholder((M, N), dtype, name="X")
     c = tc.reduce_axis(N, name="c")
     mx = tc.compute((M,), lambda r: tc.max(X[r, c], axis=c), name="mx")
     c2 = tc.reduce_axis(N, name="c2")
     den = tc.compute((M,), lambda r: tc.sum(tc.exp(X[r, c2] - mx[r]), axis=c2), name="den")
-    Y = tc.compute((M, N), lambda r, col: tc.exp(X[r, col] - mx[r]) / den[r], name="Y")
+    Y = tc.compute((M, N), lambda r, col: tc.exp(X[r, col] - mx[r]) / den[r], name="Y", dtype=dtype)
 
     s = tc.create_schedule(Y)
     r, col = Y.axis
-    block = tc.knob("BLOCK", [1024, 2048])
+    block = tc.knob("BLOCK", [1024, 2048, 4096, 8192, 16384])
     s[Y].split(col, block)
     s[Y].bind(r, "program_id.0")
     for T, axis in ((mx, c), (den, c2)):
         s[T].split(axis, block)
         s[T].compute_at(s[Y], r)
+    s[den].online(s[mx])
+    s[Y].num_warps(tc.knob("warps", [4, 8, 16]))
     return s, [X, Y]
 
 
-def inputs(sizes, device):
-    return [common.randn((sizes["M"], sizes["N"]), torch.float32, device, scale=3.0)]
+def inputs(sizes, device, dtype=torch.float32):
+    return [common.randn((sizes["M"], sizes["N"]), dtype, device, scale=3.0)]
 
 
 def reference(x):
-    return torch.softmax(x, dim=1)
+    return torch.softmax(x.float(), dim=1).to(x.dtype)
 
 
 if __name__ == "__main__":

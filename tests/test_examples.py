@@ -16,7 +16,7 @@ sys.path.insert(0, str(EXAMPLES))
 import common  # noqa: E402
 
 NAMES = ["matmul", "matmul_silu", "persistent_gemm", "swiglu", "splitk_gemm", "rmsnorm", "softmax", "transpose_bias", "batched_matmul",
-         "silu_mul_fp8", "rowscale_fp8"]
+         "silu_mul_fp8", "rowscale_fp8", "attention"]
 
 
 def _cases():

@@ -14,7 +14,7 @@ import tilec as tc
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 
 NAMES = ["matmul", "matmul_silu", "swiglu", "splitk_gemm", "rmsnorm", "softmax", "transpose_bias", "batched_matmul",
-         "silu_mul_fp8", "rowscale_fp8"]
+         "silu_mul_fp8", "rowscale_fp8", "attention"]
 
 
 @pytest.mark.parametrize("name", NAMES)

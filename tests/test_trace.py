@@ -335,7 +335,7 @@ def test_knobs_survive_replay():
     # one knob used by several stages is declared once in the text
     s, _ = importlib.import_module("softmax").make()
     text = str(s.trace)
-    assert text.count("tc.knob(") == 1 and text.count("BLOCK)") == 3
+    assert text.count('tc.knob("BLOCK"') == 1 and text.count("BLOCK)") == 3
 
 
 # ---------------------------------------------------------------------------------------------
@@ -377,7 +377,8 @@ def test_every_primitive_round_trips():
                                               "cache_read", "cache_write", "compute_at", "compute_root",
                                               "compute_inline", "swizzle", "persistent", "split_k"}
     # every primitive there is, with compute_with's schedule below (it needs two independent stages)
-    assert set(trace_mod.PRIMITIVES) == {st.primitive for st in s.trace} | {st.primitive for st in _twins().trace}
+    assert set(trace_mod.PRIMITIVES) == {st.primitive for st in s.trace} | {st.primitive for st in _twins().trace} \
+        | {st.primitive for st in _online().trace}
     assert s.log[-5:] == ["P: compute_at(Q, io_jo)", "P: compute_root()", "P: fuse(i, j) -> i_j",
                           "P: bind(i_j, 'program_id.0')", "P: compute_inline()"]
     assert s.trace[-9].stages == s.trace[-8].stages == {"b_shared"}
@@ -419,6 +420,27 @@ def test_compute_with_round_trips():
         assert_same(s, r)
         assert_same(s, r, {"BK": 32})
         assert r.trace == s.trace and "runs in it too (compute_with)" in str(tc.lower(r))
+
+
+def _online() -> tc.Schedule:
+    """Softmax's max and sum in one loop (online): den's loop carries mx as a running max."""
+    X, (c, c2), mx, den, Y = computes.softmax()
+    s = tc.create_schedule(Y)
+    s[Y].split(Y.axis[1], tc.knob("B", [16, 64]))
+    s[Y].bind(Y.axis[0], "program_id.0")
+    s[den].split(c2, tc.knob("B", [16, 64]))
+    s[den].compute_at(s[Y], Y.axis[0])
+    s[den].online(s[mx])
+    return s
+
+
+def test_online_round_trips():
+    s = _online()
+    assert s.log[-1] == "den: online(mx)" and "den.online(mx)" in str(s.trace)
+    for r in rebuilt(s):
+        assert_same(s, r)
+        assert_same(s, r, {"B": 64})
+        assert r.trace == s.trace
 
 
 def test_quiet_stages_record_nothing():

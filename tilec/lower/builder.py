@@ -43,6 +43,7 @@ from tilec.lower.code import Ex, Lit, LoopIndex, Name, Paren, f, paren
 from tilec.lower.nest import (
     AccInit,
     Assign,
+    Barrier,
     Comment,
     Dot,
     For,
@@ -59,6 +60,10 @@ from tilec.plan.placement import Placed
 from tilec.schedule.schedule import Fuse, Split, Stage
 
 _IDENTITY = {"sum": "0", "max": 'float("-inf")', "min": 'float("inf")'}
+
+
+def _is_name_ex(e) -> bool:
+    return isinstance(e, Name)
 _IDENTITY_INT = {"sum": "0", "max": "-2147483648", "min": "2147483647"}
 
 
@@ -122,6 +127,9 @@ class KernelBuilder(ValueEmitter):
         self.inlined: set[str] = set()
         self.caches_here: set[str] = set()
         self.zero_outside: dict[str, set] = {}  # a loaded tile's name -> the masks outside which it is 0
+        self.materialized: set[str] = set()  # producers whose region is in memory by now (Plan.scratch)
+        self.online_pieces: dict = {}  # online target -> (its loop's depth, [(start, end, fold, what)])
+        self.fold: set[str] = set()  # where() conditions known true here (an online loop's unmasked tiles)
 
     # -- names and parameters -------------------------------------------------------------------
     def fresh(self, name: str) -> str:
@@ -176,7 +184,8 @@ class KernelBuilder(ValueEmitter):
         x, lay = placed.stage, placed.layout
         st = lay.stage
         self.placed[x.name] = placed
-        self.stages.append(x.name)
+        if x.name not in self.stages:  # a stage in an online loop's pieces is emitted once per piece
+            self.stages.append(x.name)
         env: dict[IterVar, AxisVal] = {}
         if placed.target is not None:
             tenv = self.env[placed.target.name]
@@ -188,7 +197,8 @@ class KernelBuilder(ValueEmitter):
                 mask = self.fresh(f"mask_{axis.name}_{x.name}")
                 cond = f("{} < " + paren(self.scalar(axis.extent)), v.code)
                 out.append(Assign(mask, f("({}) & {}", cond, v.mask) if v.mask else cond))
-                env[axis] = AxisVal(v.code, v.dims, v.level, Name(mask))
+                env[axis] = AxisVal(v.code, v.dims, v.level, Name(mask), None,
+                                    v.canon and f"{v.canon} < {size_text(axis.extent)}")
         leaf_val: dict[IterVar, Val] = {}
         level_of: dict[IterVar, int] = {}
         saved = self.stmts
@@ -211,6 +221,8 @@ class KernelBuilder(ValueEmitter):
         for n, a in enumerate(lay.loops):
             loop_vars[a] = self.fresh(a.name)
             leaf_val[a], level_of[a] = Val(LoopIndex(loop_vars[a]), (), "int32"), n
+        for a in lay.singles:  # a loop that runs once (isl, under the size facts): no loop, index 0
+            leaf_val[a], level_of[a] = Val(Lit("0"), (), "int32"), -1
         for a in lay.tiles:
             dim = self.fresh(a.name)
             self.dim_order.append(dim)
@@ -230,13 +242,14 @@ class KernelBuilder(ValueEmitter):
             if isinstance(rel, Split) and rel.outer in leaf_val and rel.inner in leaf_val:
                 o, i = leaf_val[rel.outer], leaf_val[rel.inner]
                 fac = self.scalar(rel.factor) if isinstance(rel.factor, Knob) else str(rel.factor)
+                zero = o.code == Lit("0")  # the outer leaf is a loop that runs once
                 if rel.inner in lay.tiles and not o.dims:
-                    start = f("{} * " + fac, Paren(o.code))
+                    start = Lit("0") if zero else f("{} * " + fac, Paren(o.code))
                     if self.piece is not None and self.piece[0] is rel.inner and self.piece[1]:
-                        start = f("{} + " + str(self.piece[1]), start)
+                        start = Lit(str(self.piece[1])) if zero else f("{} + " + str(self.piece[1]), start)
                     block[rel.parent] = start
-                leaf_val[rel.parent] = self.combine("{} * " + fac + " + {}", [Val(Paren(o.code), o.dims, "int32"), i],
-                                                    "int32")
+                leaf_val[rel.parent] = i if zero else self.combine(
+                    "{} * " + fac + " + {}", [Val(Paren(o.code), o.dims, "int32"), i], "int32")
                 level_of[rel.parent] = max(level_of[rel.outer], level_of[rel.inner])
                 guards[rel.parent] = guards[rel.outer] + guards[rel.inner]
                 if rel.inner not in lay.kind and _may_overrun(st, rel.inner, self.config):
@@ -273,8 +286,9 @@ class KernelBuilder(ValueEmitter):
                     m = self.combine(" & ".join(["({})" if len(conds) > 1 else "{}"] * len(conds)), conds, "bool",
                                      order=v.dims)
                     stmts.append(Assign(mask, m.code))
+                canon = self._canon(v.code, v.dims, axis, self.p.masks[x.name][axis], guards[axis])
                 env[axis] = AxisVal(Name(name), v.dims, level_of[axis], Name(mask) if mask else None,
-                                    block.get(axis) if not guards[axis] else None)
+                                    block.get(axis) if not guards[axis] else None, canon)
 
         define(defs[-1], out)
         self._attached(placed, -1, "producer", out)
@@ -337,30 +351,111 @@ class KernelBuilder(ValueEmitter):
         for other in (placed.producers if which == "producer" else placed.consumers).get(level, []):
             where = placed.layout.loops[level].name if level >= 0 else "grid"
             out.append(Comment(f"{other.name} computed at {x.name}.{other.stage.attach[1].name}"
-                               + (f" (loop {where})" if where != other.stage.attach[1].name and level >= 0 else "")))
+                               + (f" (loop {where})" if where != other.stage.attach[1].name and level >= 0 else "")
+                               + (": its region, in memory" if other.name in self.p.plan.scratch else "")))
             self.emit_stage(other, out)
+            if other.name in self.p.plan.scratch:  # its readers load it back, other threads' elements too
+                out.append(Barrier(f"barrier  # {other.name}'s region stored: the program's threads wait"))
+                self.materialized.add(other.name)
 
-    def emit_cache(self, c: Stage, reader: Stage, level: int, out: list) -> None:
-        """A cache_read placed here: load now the tiles of the cached tensor that the reader uses."""
+    def emit_cache(self, c: Stage, x: Stage, level: int, out: list) -> None:
+        """A cache_read placed here (x's loop `level`): load now the tiles of the cached tensor that its
+        readers use. A reader computed further in (placed in x's loops, directly or through others) gets its
+        tile here when every index of it is known here: the axes it takes from x's loops down to this one,
+        and its own axes where each is one tile over its whole extent (no loop of its own runs over them);
+        its load later finds that tile (the same elements: `shared_load`)."""
         saved, self.stmts = self.stmts, out
-        out.append(Comment(f"{c.name}: tile of {c.tensor.name} read by {reader.name}, loaded here"))
-        env = self.env[reader.name]
-        for node in walk(reader.tensor.body):
-            if isinstance(node, Load) and node.tensor is c.tensor:
-                key = ("load", reader.name, repr(node))
-                if key in self.scopes[-1]:
-                    continue
-                late = [i.name for i in node.indices for i in walk(i)
-                        if isinstance(i, IterVar) and i in env and env[i].level > level]
-                missing = [i.name for i in node.indices for i in walk(i) if isinstance(i, IterVar) and i not in env]
-                if late or missing:
-                    raise LoweringError(
-                        f"{c.name} is placed where the tile of {node!r} is not yet known: its index "
-                        f"{', '.join(late or missing)} changes in a loop inside that place; place {c.name} at "
-                        f"that loop instead")
-                self.scopes[-1][key] = self.emit_load(node, reader, f"{c.tensor.name.lower()}_tile",
-                                                      tma=bool(factor_value(c.tma, self.config)))
+        tma = bool(factor_value(c.tma, self.config))
+        for reader in c.readers:
+            nodes = [n for n in walk(reader.tensor.body) if isinstance(n, Load) and n.tensor is c.tensor]
+            out.append(Comment(f"{c.name}: tile of {c.tensor.name} read by {reader.name}, loaded here"))
+            if reader is x:
+                env = self.env[x.name]
+                for node in nodes:
+                    key = ("load", x.name, repr(node))
+                    if key in self.scopes[-1]:
+                        continue
+                    late = [i.name for i in node.indices for i in walk(i)
+                            if isinstance(i, IterVar) and i in env and env[i].level > level]
+                    missing = [i.name for i in node.indices for i in walk(i) if isinstance(i, IterVar) and i not in env]
+                    if late or missing:
+                        raise LoweringError(
+                            f"{c.name} is placed where the tile of {node!r} is not yet known: its index "
+                            f"{', '.join(late or missing)} changes in a loop inside that place; place {c.name} at "
+                            f"that loop instead")
+                    self.scopes[-1][key] = self.emit_load(node, x, f"{c.tensor.name.lower()}_tile", tma=tma)
+                continue
+            placed = self.p.plan.placed.get(reader.name)
+            if placed is None or not self._inside(placed, x):
+                raise LoweringError(f"{c.name} is placed in {x.name}'s loop, but its reader {reader.name} is not "
+                                    f"computed inside {x.name}'s loops; place {c.name} in a loop of {reader.name} or "
+                                    f"of the stage {reader.name} is computed at")
+            before = self.env.get(reader.name)
+            env = self.env[reader.name] = {}
+            try:
+                for node in nodes:
+                    for i in node.indices:
+                        for a in walk(i):
+                            if isinstance(a, IterVar) and a not in env:
+                                v = self._hoisted_axis(placed, a, x, level, out)
+                                if v is None:
+                                    raise LoweringError(
+                                        f"{c.name} is placed where the tile of {node!r} is not yet known: {reader.name}'s "
+                                        f"index {a.name} changes in a loop inside that place (of {reader.name}'s or "
+                                        f"of the stages it is computed in); place {c.name} at that loop instead")
+                                env[a] = v
+                    v = self.emit_load(node, reader, f"{c.tensor.name.lower()}_tile", tma=tma)
+                    self._remember_load(node, reader, v)
+            finally:
+                if before is None:
+                    del self.env[reader.name]
+                else:
+                    self.env[reader.name] = before
         self.stmts = saved
+
+    def _inside(self, placed: Placed, x: Stage) -> bool:
+        """Whether `placed` is computed in x's loops (directly, or in a stage that is)."""
+        t = placed.target
+        while t is not None:
+            if t.stage is x:
+                return True
+            t = t.target
+        return False
+
+    def _hoisted_axis(self, p: Placed, a: IterVar, x: Stage, level: int, out: list) -> AxisVal | None:
+        """Stage p's axis `a` as known at x's loop `level`, where p runs further in; None where a loop inside
+        that place changes it. An axis p takes from x's loops is x's (defined at `level` or above); one p
+        takes from a stage in between is that stage's; p's own axis is defined here if it is one tile over
+        its whole extent."""
+        if a in p.bound:
+            if p.target.stage is x:
+                v = self.env[x.name].get(p.bound[a])
+                return v if v is not None and v.level <= level else None
+            return self._hoisted_axis(p.target, p.bound[a], x, level, out)
+        tile = self.p.plan._tile(p, a)
+        if tile is None:
+            return None
+        lay = p.layout
+        split = next(r for r in lay.stage.relations if isinstance(r, Split) and r.parent is a)
+        dim = self.fresh(split.inner.name)
+        self.dim_order.append(dim)
+        self.dim_extent[dim] = self.scalar(split.factor) if isinstance(split.factor, Knob) else str(tile[0])
+        value = Lit(f"tl.arange(0, {self.dim_extent[dim]})")
+        name = self.fresh(f"offs_{a.name}")
+        out.append(Assign(name, value))
+        masked = self.p.masks[p.name][a]
+        mask = None
+        if masked:
+            mask = self.fresh(f"mask_{a.name}")
+            out.append(Assign(mask, f("{} < " + paren(self.scalar(a.extent)), Name(name))))
+        return AxisVal(Name(name), (dim,), level, Name(mask) if mask else None, Lit("0"),
+                       self._canon(value, (dim,), a, masked, []))
+
+    def _canon(self, code: Ex, dims, axis: IterVar, masked: bool, guards) -> str:
+        """What an axis's offsets and mask are, whatever their names (`AxisVal.canon`): two axes of one canon
+        (in two stages: a row of X read by a max, a sum and a division) read one tile of a tensor."""
+        return " | ".join([code.text(), " x ".join(self.dim_extent[d] for d in dims),
+                           size_text(axis.extent) if masked else "unmasked"] + [g.code.text() for g in guards])
 
     def emit_loops(self, placed, loop_vars, defs, define, n, out) -> None:
         x, lay = placed.stage, placed.layout
@@ -375,13 +470,16 @@ class KernelBuilder(ValueEmitter):
             return
         if n == lay.first_reduce and x.tensor.is_reduction:
             acc = self.acc_init(x, out)
-            self.emit_reduce_loops(placed, loop_vars, defs, define, n, out, acc)
+            online = self.online_init(placed, out, looped=n < len(lay.loops)) if placed.online else None
+            self.emit_reduce_loops(placed, loop_vars, defs, define, n, out, acc, online)
             result = Val(Name(acc[0]), acc[1], acc[2])
-            if n < len(lay.loops) and dtypes.is_float(acc[2]) and acc[2] == x.tensor.dtype:
+            if n < len(lay.loops) and dtypes.is_float(acc[2]) and (acc[2] == x.tensor.dtype or online):
                 # Triton 3.6's TritonGPUOptimizeThreadLocality pass asserts (a compiler abort) when the
                 # result of a float reduction loop has several uses: read it through one add. Exact for
                 # a sum (its +0.0 start never turns into -0.0); a max/min of -0.0 returns +0.0.
                 result = Val(f("{} + 0.0", Name(acc[0])), acc[1], acc[2])
+            if online:
+                result = self.online_finish(placed, online, result, out, looped=n < len(lay.loops))
             self.finish(x, result, out)
             return
         if n == len(lay.loops):
@@ -390,16 +488,211 @@ class KernelBuilder(ValueEmitter):
         self._loop(placed, loop_vars, defs, define, n, out,
                    lambda body: self.emit_loops(placed, loop_vars, defs, define, n + 1, body))
 
-    def emit_reduce_loops(self, placed, loop_vars, defs, define, n, out, acc) -> None:
+    def emit_reduce_loops(self, placed, loop_vars, defs, define, n, out, acc, online=None) -> None:
         if n == len(placed.layout.loops):
-            self.update(placed.stage, acc, out)
+            if online:
+                self.online_update(placed, acc, online, out)
+            else:
+                self.update(placed.stage, acc, out)
             return
-        self._loop(placed, loop_vars, defs, define, n, out,
-                   lambda body: self.emit_reduce_loops(placed, loop_vars, defs, define, n + 1, body, acc))
+        inner = lambda body: self.emit_reduce_loops(placed, loop_vars, defs, define, n + 1, body, acc, online)  # noqa: E731
+        pieces = self.online_pieces.get(placed.name)
+        if online and pieces and pieces[0] == n:  # the online loop over the tiles its mask admits, in order
+            for start, end, fold, what in pieces[1]:
+                self.fold = fold
+                self._loop(placed, loop_vars, defs, define, n, out, inner, (start, end, what))
+            self.fold = set()
+            return
+        self._loop(placed, loop_vars, defs, define, n, out, inner)
 
-    def _loop(self, placed, loop_vars, defs, define, n, out, inner) -> None:
-        """Loop n of a stage: offsets it defines, what is placed in it, the inner part, consumers."""
-        loop = self.open_loop(placed.stage, placed.layout, loop_vars, n, out)
+    # -- the online rewrite (tilec/ir/online.py) --------------------------------------------------
+    def online_init(self, placed: Placed, out: list, looped: bool) -> dict:
+        """The accumulators of the statistics `placed`'s loop carries (online), beside its own: the running
+        max at -inf, each sum at 0, laid out over the target's tiles of their axes."""
+        x = placed.stage
+        if self.split is not None:
+            raise LoweringError(f"online({x.name}) with split_k({x.name}): not both on one stage yet")
+        form = self.p.plan.online[x.name]
+        env = self.env[x.name]
+        out.append(Comment(f"{', '.join(t.name for t in form.stats)}: online statistics of {x.name}'s loop "
+                           + ("(a running max; the sums rescaled by exp(max_old - max_new) as it grows)"
+                              if looped else "(its loop runs once here: one tile, nothing to rescale)")))
+        accs = {}
+        for st in placed.online:
+            t = st.stage.tensor
+            axes = form.members[t.name].axes
+            self.env[t.name] = {a: env[b] for a, b in axes.items() if b in env}  # spatial: the target's
+            self.placed[t.name] = st
+            self.stages.append(t.name)
+            dims = self._order({d for a in t.axis for d in self.env[t.name][a].dims})
+            name = self.fresh(f"acc_{t.name}")
+            init = _IDENTITY[t.body.op]
+            out.append(AccInit(name, "[" + ", ".join(self.dim_extent[d] for d in dims) + "]", init, "float32",
+                               f"{name}[{', '.join(dims)}] = {init}  # float32 running {t.body.op} of {t.name}"))
+            accs[t.name] = (name, dims, "float32")
+        if looped and form.mask is not None and x.online_skip:
+            self._online_bounds(placed, form, out)
+        return accs
+
+    def _online_bounds(self, placed: Placed, form, out: list) -> None:
+        """Where the max's operand is where(cond, x, -inf) with cond linear in the axes: the tiles of the
+        online loop where cond holds somewhere (the others add each member's identity) and those where it
+        holds everywhere (no mask needed), from cond at the tile's corners; the loop then runs as up to
+        three loops in order: masked, unmasked, masked. Nothing is done where cond is not of that form."""
+        from tilec.ir.online import inequalities
+        x, lay = placed.stage, placed.layout
+        (j,) = x.tensor.body.axes
+        loops = [n for n, leaf in enumerate(lay.loops) if j in lay.origin[leaf]]
+        split = next((r for r in lay.stage.relations if isinstance(r, Split) and r.parent is j), None)
+        ineqs = inequalities(form.mask)
+        if ineqs is None or len(loops) != 1 or split is None or lay.loops[loops[0]] is not split.outer \
+                or split.inner not in lay.tiles:
+            return
+        env = self.env[x.name]
+        bn = self.scalar(split.factor) if isinstance(split.factor, Knob) else str(split.factor)
+
+        def corner(a, high: bool) -> str | None:
+            """The least (or greatest) value of axis a over the tile, or None if it is not a block."""
+            if isinstance(a, SizeVar):
+                return paren(self.scalar(a))
+            v = env.get(a)
+            if v is None:
+                return None
+            if not v.dims:
+                return paren(v.code.text())
+            if v.block is None or len(v.dims) != 1:
+                return None
+            start = paren(v.block.text())
+            return f"({start} + {self.dim_extent[v.dims[0]]} - 1)" if high else start
+
+        def total(rest: dict, high: bool, sign: int, plus: str) -> str | None:
+            """sign * (the linear `rest`'s least (high=False) or greatest value over the tile), then `plus`."""
+            const = sign * rest.get(None, 0)
+            terms = []
+            for k, c in rest.items():
+                if k is None:
+                    continue
+                v = corner(k, high == (c > 0))
+                if v is None:
+                    return None
+                c *= sign
+                terms.append(("- " if c < 0 else "+ ") + (v if abs(c) == 1 else f"{abs(c)} * {v}"))
+            if const:
+                terms.append(f"{'-' if const < 0 else '+'} {abs(const)}")
+            text = " ".join(terms + [plus]).removeprefix("+ ")
+            return f"-{text[2:]}" if text.startswith("- ") else text
+
+        uppers, lowers, full_hi, full_lo, whole = [], [], [], [], True
+        for q in ineqs:
+            cj = q.get(j, 0)
+            if cj not in (-1, 0, 1):
+                return
+            rest = {k: c for k, c in q.items() if k is not j}
+
+            if cj == 1:    # j <= -rest: tiles from the first, up to the last whose first (every) j is <= -rest
+                hi_t, full_t = total(rest, False, -1, f"+ {bn}"), total(rest, True, -1, "+ 1")
+                if hi_t is None or full_t is None:
+                    return
+                uppers.append(f"tl.maximum({hi_t}, 0) // {bn}")
+                full_hi.append(f"tl.maximum({full_t}, 0) // {bn}")
+            elif cj == -1:  # j >= rest
+                lo_t, full_t = total(rest, False, 1, "+ 0"), total(rest, True, 1, f"+ {bn} - 1")
+                if lo_t is None or full_t is None:
+                    return
+                lowers.append(f"tl.maximum({lo_t}, 0) // {bn}")
+                full_lo.append(f"tl.maximum({full_t}, 0) // {bn}")
+            elif total(rest, False, 1, "") is None:
+                return
+            else:
+                whole = False  # holds or not for the whole tile alike: no tile known unmasked
+        if not uppers and not lowers:
+            return
+        n = self.scalar(lay.loops[loops[0]].extent)
+
+        def fold(op, items):
+            out_ = items[0]
+            for it in items[1:]:
+                out_ = f"tl.{op}({out_}, {it})"
+            return out_
+        name = lay.loops[loops[0]].name
+        cond = repr(form.mask)
+        out.append(Comment(f"{x.name}.{name}: only the tiles where {cond} holds somewhere; unmasked where it holds "
+                           f"everywhere (the other tiles add nothing: exp(-inf) = 0)"))
+        lo = self.emit_stmt(f"{name}_lo", Lit(fold("maximum", lowers))).id if lowers else "0"
+        hi = self.emit_stmt(f"{name}_hi", Lit(fold("minimum", uppers + [n]))).id if uppers else n
+        pieces = []
+        if whole:
+            f_lo = self.emit_stmt(f"{name}_full_lo", Lit(fold("minimum", [fold("maximum", full_lo + [lo]), hi])
+                                                     if full_lo else lo)).id
+            f_hi = self.emit_stmt(f"{name}_full_hi", Lit(fold("maximum", [fold("minimum", full_hi + [hi]), f_lo])
+                                                     if full_hi else hi)).id
+            if full_lo:
+                pieces.append((lo, f_lo, set(), f"tiles where {cond} holds in part (masked)"))
+            pieces.append((f_lo, f_hi, {cond}, f"tiles where {cond} holds everywhere (unmasked)"))
+            if full_hi:
+                pieces.append((f_hi, hi, set(), f"tiles where {cond} holds in part (masked)"))
+        else:
+            pieces.append((lo, hi, set(), f"tiles where {cond} holds somewhere (masked)"))
+        self.online_pieces[x.name] = (loops[0], pieces)
+
+    def online_update(self, placed: Placed, acc, accs: dict, out: list) -> None:
+        """One tile of the online loop: the tile's max and the new running max; each sum (and the target)
+        rescaled by exp(max_old - max_new) and given the tile's terms exp(X - max_new) * ...; the max
+        taken last. Where the max is still -inf (all of it masked so far) the exponents use 0: the terms
+        are 0 and nothing is rescaled into NaN."""
+        x = placed.stage
+        form = self.p.plan.online[x.name]
+        env = self.env[x.name]
+        red: Reduce = x.tensor.body
+        looped = bool(placed.layout.loops)
+        rdims = self._order({d for a in red.axes for d in env[a].dims})
+        m = form.max
+        m_acc, m_dims, _ = accs[m.name]
+        saved, self.stmts = self.stmts, out
+        tile = self.tile_part(x, Reduce("max", form.members[m.name].body, red.axes, "float32"), m_dims, rdims,
+                              "float32", name=m.name)
+        tile = self.emit_stmt(f"tile_{m.name}", tile) if not _is_name_ex(tile) else tile
+        new = self.emit_stmt(f"{m.name}_new", f("tl.maximum({}, {}, propagate_nan=tl.PropagateNan.ALL)",
+                                                Name(m_acc), tile),
+                             f"{m.name}_new[{', '.join(m_dims)}] = max({m_acc}, max over tile [{', '.join(rdims)}] "
+                             f"of {form.members[m.name].body!r})")
+        out.append(Comment("a max still -inf subtracts 0 instead: exp(-inf - -inf) would be NaN"))
+        safe = self.emit_stmt(f"{m.name}_safe", f('tl.where({} == float("-inf"), 0.0, {})', new, new))
+        alpha = None
+        if looped:
+            alpha = Val(self.emit_stmt(f"alpha_{m.name}", f("tl.exp({} - {})", Name(m_acc), safe),
+                                       f"alpha_{m.name} = exp({m_acc} - {m.name}_new)"), m_dims, "float32")
+        # the members read the max as its running value
+        axes = form.members[m.name].axes
+        self.scopes[-1][m.name] = (Val(safe, m_dims, "float32"), [env[axes[a]].code for a in m.axis],
+                                   [(env[axes[a]].canon, env[axes[a]].dims) for a in m.axis])
+        for t in form.sums:
+            self.update(x, accs[t.name], out, Reduce("sum", form.members[t.name].body, red.axes, "float32"), alpha)
+        body = form.members[x.name].body
+        self.update(x, acc, out, Reduce("sum", body, red.axes, red.dtype), alpha)
+        out.append(Update(m_acc, new, f"{m_acc}[{', '.join(m_dims)}] = {new.id}"))
+        self.stmts = saved
+
+    def online_finish(self, placed: Placed, accs: dict, result: Val, out: list, looped: bool) -> Val:
+        """After the online loop: each statistic's final value (rounded, stored, kept for its readers), and
+        the target's sum divided by the sum statistics it divides by."""
+        x = placed.stage
+        form = self.p.plan.online[x.name]
+        for st in placed.online:
+            t = st.stage.tensor
+            name, dims, dtype = accs[t.name]
+            value = f("{} + 0.0", Name(name)) if looped else Name(name)  # one use of a loop's result (above)
+            out.append(Comment(f"{t.name} computed in {x.name}'s loop (online)"))
+            self.finish(st.stage, Val(value, dims, dtype), out)
+        for t in form.members[x.name].divisors:
+            val = self.in_scope(t.name)[0]
+            result = Val(f("{} / {}", Paren(result.code), self.expand(val, result.dims)), result.dims, result.dtype)
+        return result
+
+    def _loop(self, placed, loop_vars, defs, define, n, out, inner, piece=None) -> None:
+        """Loop n of a stage: offsets it defines, what is placed in it, the inner part, consumers. `piece`:
+        (start, end, what): the loop over that range only (an online loop's tiles, `online_pieces`)."""
+        loop = self.open_loop(placed.stage, placed.layout, loop_vars, n, out, piece)
         self.scopes.append({})
         copies = self.unrolled
         if placed.layout.kind[placed.layout.loops[n]] == "unroll":
@@ -412,7 +705,7 @@ class KernelBuilder(ValueEmitter):
         self.unrolled = copies
         self.scopes.pop()
 
-    def open_loop(self, x, lay, loop_vars, n, out) -> For:
+    def open_loop(self, x, lay, loop_vars, n, out, piece=None) -> For:
         a = lay.loops[n]
         st = lay.stage
         stages = st.pipelines.get(a)
@@ -435,6 +728,11 @@ class KernelBuilder(ValueEmitter):
             code = f"tl.minimum({start} + {chunk}, {code})"
             text = f"min({start} + {chunk}, {text})"
             role = f"{x.name}.{a.name}: serial reduction loop, one chunk per part (split_k)"
+        if piece is not None:
+            start, code, what = piece
+            start = None if start == "0" else start
+            start_text, text = start, code
+            role = f"{x.name}.{a.name}: serial reduction loop, {what}"
         loop = For(loop_vars[a], code, text, lay.kind[a], stages_code, role, key=f"{x.name}.{a.name}",
                    start=start, start_text=start_text)
         loop.stages_text = str(factor_value(stages, self.config)) if stages is not None else None
@@ -458,57 +756,71 @@ class KernelBuilder(ValueEmitter):
                            f"{name}[{', '.join(dims)}] = {init}  # {red.dtype} accumulator of {x.name}"))
         return name, dims, red.dtype
 
-    def update(self, x: Stage, acc, out: list) -> None:
-        """The innermost step of a reduction: fold this tile of the body into the accumulator."""
+    def update(self, x: Stage, acc, out: list, red: Reduce | None = None, rescale: Val | None = None) -> None:
+        """The innermost step of a reduction: fold this tile of the body into the accumulator. `red`: the
+        reduction to fold (default: the stage's own; online: its rewritten summand); `rescale`: a factor
+        the accumulator is multiplied by first (online: exp(m_old - m_new))."""
         name, sdims, acc_dtype = acc
-        red: Reduce = x.tensor.body
+        red = red if red is not None else x.tensor.body
         env = self.env[x.name]
         rdims = self._order({d for a in red.axes for d in env[a].dims})
         saved, self.stmts = self.stmts, out
+        if rescale is not None:
+            out.append(Update(name, f("{} * {}", Name(name), self.expand(rescale, sdims)),
+                              f"{name}[{', '.join(sdims)}] *= {rescale.code.text()}  # the running max grew"))
         dot = self.try_dot(x, red, sdims, rdims, name, out)
         if not dot:
-            loads: dict = {}
-            v = self.emit(red.body, x, loads)
-            if v.dtype != acc_dtype:  # tl.sum of bools is uint32 on the GPU: sum in the accumulator type
-                v = Val(f("tl.cast({}, " + dtypes.triton_name(acc_dtype) + ")", v.code), v.dims, acc_dtype)
-            full = self._order(set(sdims) | set(rdims))
-            self._check_tile_numel(x, full)
-            body = self.expand(v, full, full=True)
-            masks = [Val(env[a].mask, env[a].dims, "bool") for a in red.axes if env[a].mask]
-            if (red.op == "sum" and dtypes.is_float(acc_dtype) and len(full) >= 3 and not masks
-                    and _is_product(red.body)):
-                # Triton rewrites sum(x[:, :, None] * y[None, :, :], axis=1) into a TF32 tl.dot, which
-                # is wrong for a k tile narrower than its instruction (fuzz seed 900441): not a bare product
-                self.stmts.append(Comment("+ 0.0: a bare broadcast product summed is made a TF32 tl.dot by Triton"))
-                body = f("({} + 0.0)", body)
-            if masks:
-                m = self.combine(" & ".join(["{}"] * len(masks)), masks, "bool")
-                ident = (_IDENTITY if dtypes.is_float(acc_dtype) else _IDENTITY_INT)[red.op]
-                body = f("tl.where({}, {}, " + ident + ")", self.expand(m, full), body)
+            body = self.tile_part(x, red, sdims, rdims, acc_dtype)
             nan = red.op != "sum" and dtypes.is_float(acc_dtype)
-            if nan:  # tl.max/tl.min skip NaN; torch's amax/amin return it: carry a NaN flag
-                body = self.emit_stmt(f"{red.body.tensor.name.lower()}_vals" if isinstance(red.body, Load)
-                                      else "vals", body)
-                flag = f("({} != {}).to(tl.int32)", body, body)
-            for d in sorted(rdims, key=full.index, reverse=True):
-                body = f(f"tl.{red.op}({{}}, axis={full.index(d)})", body)
-                if nan:
-                    flag = f(f"tl.max({{}}, axis={full.index(d)})", flag)
-            if nan:
-                self.stmts.append(Comment(f"tl.{red.op} skips NaN, torch's a{red.op} returns it: a NaN in the tile wins"))
-                body = self.emit_stmt(f"tile_{x.name}", f('tl.where({} > 0, float("nan"), {})', flag, body))
             prop = ", propagate_nan=tl.PropagateNan.ALL" if nan else ""
             # the accumulator is an operand (a Name), not template text: sub-tiles rename it per piece
             combine = {"sum": "{} + {}", "max": "tl.maximum({}, {}" + prop + ")",
                        "min": "tl.minimum({}, {}" + prop + ")"}[red.op]
-            if acc_dtype not in ("float32", "int32"):  # Python numbers in tl.where widen to float32 / int32
-                body = f("{}.to(" + dtypes.triton_name(acc_dtype) + ")", Paren(body))
             part = Val(body, sdims, acc_dtype)
             out.append(Update(name, f(combine, Name(name), Paren(self.expand(part, sdims, full=True))),
                               f"{name}[{', '.join(sdims)}] " + (f"+= {red.body!r}" if red.op == "sum" else
                                                                  f"= {red.op}({name}, {red.body!r})")
                               + f"  over tile [{', '.join(rdims)}]"))
         self.stmts = saved
+
+    def tile_part(self, x: Stage, red: Reduce, sdims, rdims, acc_dtype: str, name: str | None = None):
+        """The reduction of this tile of `red`'s body over its reduce dims (masked with the identity where the
+        reduce axes overrun; a max/min that meets a NaN is NaN), laid out over `sdims`, in `acc_dtype`.
+        `name`: whose tile value it is (default: stage x's)."""
+        env = self.env[x.name]
+        loads: dict = {}
+        v = self.emit(red.body, x, loads)
+        if v.dtype != acc_dtype:  # tl.sum of bools is uint32 on the GPU: sum in the accumulator type
+            v = Val(f("tl.cast({}, " + dtypes.triton_name(acc_dtype) + ")", v.code), v.dims, acc_dtype)
+        full = self._order(set(sdims) | set(rdims))
+        self._check_tile_numel(x, full)
+        body = self.expand(v, full, full=True)
+        masks = [Val(env[a].mask, env[a].dims, "bool") for a in red.axes if env[a].mask]
+        if (red.op == "sum" and dtypes.is_float(acc_dtype) and len(full) >= 3 and not masks
+                and _is_product(red.body)):
+            # Triton rewrites sum(x[:, :, None] * y[None, :, :], axis=1) into a TF32 tl.dot, which
+            # is wrong for a k tile narrower than its instruction (fuzz seed 900441): not a bare product
+            self.stmts.append(Comment("+ 0.0: a bare broadcast product summed is made a TF32 tl.dot by Triton"))
+            body = f("({} + 0.0)", body)
+        if masks:
+            m = self.combine(" & ".join(["{}"] * len(masks)), masks, "bool")
+            ident = (_IDENTITY if dtypes.is_float(acc_dtype) else _IDENTITY_INT)[red.op]
+            body = f("tl.where({}, {}, " + ident + ")", self.expand(m, full), body)
+        nan = red.op != "sum" and dtypes.is_float(acc_dtype)
+        if nan:  # tl.max/tl.min skip NaN; torch's amax/amin return it: carry a NaN flag
+            body = self.emit_stmt(f"{red.body.tensor.name.lower()}_vals" if isinstance(red.body, Load)
+                                  else "vals", body)
+            flag = f("({} != {}).to(tl.int32)", body, body)
+        for d in sorted(rdims, key=full.index, reverse=True):
+            body = f(f"tl.{red.op}({{}}, axis={full.index(d)})", body)
+            if nan:
+                flag = f(f"tl.max({{}}, axis={full.index(d)})", flag)
+        if nan:
+            self.stmts.append(Comment(f"tl.{red.op} skips NaN, torch's a{red.op} returns it: a NaN in the tile wins"))
+            body = self.emit_stmt(f"tile_{name or x.name}", f('tl.where({} > 0, float("nan"), {})', flag, body))
+        if acc_dtype not in ("float32", "int32"):  # Python numbers in tl.where widen to float32 / int32
+            body = f("{}.to(" + dtypes.triton_name(acc_dtype) + ")", Paren(body))
+        return body
 
     def try_dot(self, x, red, sdims, rdims, acc, out) -> bool:
         """Lower sum(a * b) over one reduce tile dim to tl.dot when a covers (m, k) and b (k, n)."""
@@ -539,7 +851,14 @@ class KernelBuilder(ValueEmitter):
             inner = e
             while isinstance(inner, Cast) and inner.dtype == "float32":
                 inner = inner.a
-            v = self.load(inner, x, loads) if isinstance(inner, Load) else self.emit(e, x, loads)
+            if isinstance(inner, Load):
+                v = self.load(inner, x, loads)
+            elif isinstance(inner, Cast) and dtypes.is_float(inner.dtype) and dtypes.compute_dtype(inner.dtype) != inner.dtype:
+                # a value rounded to bfloat16 (attention's P) goes to tl.dot as that type, not widened back
+                a = self.emit(inner.a, x, loads)
+                v = Val(f("{}.to(" + dtypes.triton_name(inner.dtype) + ")", castable(a, inner.dtype)), a.dims, inner.dtype)
+            else:
+                v = self.emit(e, x, loads)
             padded = isinstance(v.code, Name) and {m.code for m in kmasks} <= self.zero_outside.get(v.code.id, set())
             v = Val(self.expand(v, order), order, v.dtype)
             if kmasks and not padded:
@@ -637,7 +956,7 @@ class KernelBuilder(ValueEmitter):
             out.append(Store(addr.code, self.expand(val, addr.dims, full=True), mask,
                              f"{t.name}[{axes}] = {name}  # store, {t.dtype}" + ("  (tensor descriptor)" if desc else ""),
                              desc=desc, starts=starts))
-        self.scopes[-1][t.name] = (val, [env[a].code for a in t.axis])
+        self.scopes[-1][t.name] = (val, [env[a].code for a in t.axis], [(env[a].canon, env[a].dims) for a in t.axis])
 
     def _tma_store(self, t) -> bool:
         """Whether the schedule asks for t's tiles to be stored through a tensor descriptor (cache_write tma)."""

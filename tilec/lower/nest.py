@@ -10,7 +10,8 @@ Statements: `ProgramId` (a grid coordinate), `TileId` (the grid coordinate a per
 at), `Assign` (a named value: offsets, masks, temporaries,
 a stage's rounded value), `Load` / `Store` (a tile from or to memory, with its mask), `AccInit` and
 `Update` (a reduction's accumulator), `Dot` (tl.dot into an accumulator), `TanhExp` (a part of tanh
-that only the interpreter form computes), `Comment`, and `For` (a serial or unrolled loop, with its
+that only the interpreter form computes), `Barrier` (the program's threads wait: a region in memory
+written, then read), `Comment`, and `For` (a serial or unrolled loop, with its
 pipelining, or a persistent program's loop over tiles).
 """
 
@@ -116,6 +117,14 @@ class Dot:
     a_dtype: str
     b: Ex
     b_dtype: str
+    nest: str | None = None
+
+
+@dataclass(frozen=True)
+class Barrier:
+    """`tl.debug_barrier()`: every thread of the program waits here, so what one thread stored to memory
+    (a producer's region kept in a buffer, `Plan.scratch`) is visible to the threads that read it next."""
+
     nest: str | None = None
 
 
@@ -227,6 +236,8 @@ def statement(node, form: Form = CUDA) -> str | None:
         return f'{node.acc} = tl.dot({a}, {b}, {node.acc}, input_precision="ieee")'
     if isinstance(node, TanhExp):
         return targets.tanh_exp(node.name, r(node.x), form.target)
+    if isinstance(node, Barrier):
+        return "tl.debug_barrier()"
     raise TypeError(f"not a statement of the loop-nest IR: {node!r}")
 
 

@@ -55,12 +55,13 @@ class Program:
     """A lowered schedule: kernels (loop-nest IR) in launch order and the buffers between them."""
 
     def __init__(self, sched: Schedule, config=None, *, target: str = "cuda", int64: bool = False,
-                 outputs=None, specialize=None, descriptors: bool = True):
+                 outputs=None, specialize=None, descriptors: bool = True, assume=()):
         self.sched = sched
         self.form = _form(target, int64, descriptors)
-        # the passes: analysis (plan, isl facts) -> legality -> masks -> loop-nest IR, once
+        # the passes: analysis (plan, isl facts) -> legality -> masks -> loop-nest IR, once. `assume`: the
+        # facts of a call's sizes (Plan.call_facts), under which the loops that run once are no loops
         self.analysis: Analysis = check_schedule(sched, resolve_config(sched.knobs, config), outputs=outputs,
-                                                 specialize=_check_specialize(sched, specialize))
+                                                 specialize=_check_specialize(sched, specialize), assume=assume)
         self.config, self.specialize, self.facts = self.analysis.config, self.analysis.specialize, self.analysis.facts
         self.plan = self.analysis.plan
         self.masks = self.analysis.masks  # decided by isl here, before any code is written
@@ -89,6 +90,8 @@ class Program:
         axis, parts, deterministic = st.k_split
         what = f"{st.name}.split_k({axis.name})"
         lay = root.layout
+        if lay.kind.get(axis) == "single":  # the loop runs once at these sizes: one part, no split
+            return None
         if lay.persistent:
             raise LoweringError(f"{what}: {st.name}'s grid is persistent; split-K needs one program per part "
                                 f"beside the tiles (drop persistent, or split_k)")
@@ -129,6 +132,8 @@ class Program:
             if st.fused_with is not None:
                 other, axis = st.fused_with
                 what = f"compute_with({name}, {other.name}.{axis.name})"
+                if self._runs_once(st) and self._runs_once(other):
+                    continue  # both loops run once at these sizes: the two bodies are one block already
                 own = self._outermost_loop(st, what)
                 if self._outermost_loop(other, what) != axis.name:
                     raise LoweringError(f"{what}: {axis.name} is not {other.name}'s outermost loop (that is "
@@ -136,6 +141,11 @@ class Program:
                                         f"loops of two stages placed at the same loop")
                 kernel = fusion.fuse(kernel, f"{other.name}.{axis.name}", f"{name}.{own}", what)
         return kernel
+
+    def _runs_once(self, st) -> bool:
+        """Whether stage st's loops all run once here (single leaves: no loop to fuse)."""
+        lay = self.plan.placed[st.name].layout if st.name in self.plan.placed else None
+        return lay is not None and not lay.loops and bool(lay.singles)
 
     def _outermost_loop(self, st, what: str) -> str:
         """The name of the outermost serial loop of stage `st` in its kernel (a LoweringError if none)."""

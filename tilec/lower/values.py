@@ -54,13 +54,16 @@ class Val:
 class AxisVal:
     """An original axis inside a kernel: its offsets variable, dims, the loop depth defining it, mask.
     `block`: where the axis is one tile dim's block (start + tl.arange(0, n), masked only at the
-    tensor's edge), that start: a descriptor load can read it (`desc.load([start, ...])`)."""
+    tensor's edge), that start: a descriptor load can read it (`desc.load([start, ...])`).
+    `canon`: the offsets' and mask's definition as text, without their names: two axes with one canon
+    (of two stages) index the same elements, so a tile loaded for one serves the other (`shared_load`)."""
 
     code: Ex
     dims: tuple[str, ...]
     level: int
     mask: Ex | None
     block: Ex | None = None
+    canon: str | None = None
 
 
 def _is_name(code: Ex) -> bool:
@@ -197,6 +200,8 @@ class ValueEmitter:
                 return Val(Tanh(v.code, e_name), v.dims, v.dtype)
             return Val(f(_MATH[e.fn] + "({})", v.code), v.dims, v.dtype)
         if isinstance(e, Where):
+            if self.fold and repr(e.cond) in self.fold:  # known true here (an online loop's unmasked tiles)
+                return self.emit(e.a, st, loads)
             c, a, b = (self.emit(x, st, loads) for x in (e.cond, e.a, e.b))
             return self.combine("tl.where({}, {}, {})", [c, a, b], dtypes.promote(a.dtype, b.dtype))
         if isinstance(e, Binary):
@@ -253,7 +258,7 @@ class ValueEmitter:
                 if body is not None:  # an inlined stage varies as its expression does, not as its indices
                     todo.append(body)
                     continue
-                found = self.in_scope(node.tensor.name)
+                found = self.in_scope(node.tensor.name) if node.tensor.name not in self.materialized else None
                 if found is not None:
                     out |= set(found[0].dims)
                     continue
@@ -296,29 +301,95 @@ class ValueEmitter:
             v = self.emit(body, st, loads)
             return v
         t = ld.tensor
-        found = self.in_scope(t.name)
+        found = self.in_scope(t.name) if t.name not in self.materialized else None  # in memory: read it back
         env = self.env[st.name]
         if found is not None:
-            val, axis_codes = found
+            val, axis_codes, canons = found
             got = [env[i].code if isinstance(i, IterVar) and i in env else None for i in ld.indices]
-            if got != axis_codes:
-                raise LoweringError(
-                    f"{st.name} reads {ld!r}, but {t.name} is computed in the same kernel only at the positions "
-                    f"of that loop ({', '.join(c.text() for c in axis_codes)}); read it at its own axes or compute_root {t.name}")
-            return val
+            if got == axis_codes:
+                return val
+            # the same elements under other names (two stages' tiles of one row): the value, its dims renamed
+            rename = {}
+            for i, (canon, dims) in zip(ld.indices, canons):
+                mine = env.get(i) if isinstance(i, IterVar) else None
+                if mine is None or canon is None or mine.canon != canon:
+                    rename = None
+                    break
+                for a, b in zip(dims, mine.dims):
+                    if rename.setdefault(a, b) != b:
+                        rename = None
+                        break
+                if rename is None:
+                    break
+            if rename is not None and len(set(rename.values())) == len(rename):
+                return Val(val.code, tuple(rename.get(d, d) for d in val.dims), val.dtype)
+            raise LoweringError(
+                f"{st.name} reads {ld!r}, but {t.name} is computed in the same kernel only at the positions "
+                f"of that loop ({', '.join(c.text() for c in axis_codes)}), as one tile of its own: read it at "
+                f"its own axes, give the reader the same tiles (split by the same factor), or compute_root {t.name}")
         key = repr(ld)
         for scope in reversed(self.scopes):
             if ("load", st.name, key) in scope:
                 return scope[("load", st.name, key)]
         if key in loads:
             return loads[key]
+        shared = self.shared_load(ld, st)
+        if shared is not None:
+            loads[key] = shared
+            return shared
         v = self.emit_load(ld, st, f"{t.name.lower()}_tile")
         loads[key] = v
+        self._remember_load(ld, st, v)
         return v
+
+    def _load_key(self, ld: Load, st: Stage):
+        """(key, dims per index) of a load of a tensor this kernel does not write at plain axes, each running
+        over exactly its dimension: the key holds each axis's canon (its offsets and mask without names)."""
+        t, env = ld.tensor, self.env[st.name]
+        if t.name in self.p.plan.kernel_of:
+            if self.p.plan.kernel_of[t.name] == self.root.name:
+                return None  # computed in this kernel (emit_load refuses it)
+        canons, dims = [], []
+        for d, idx in enumerate(ld.indices):
+            if not (isinstance(idx, IterVar) and idx in env and size_text(idx.extent) == size_text(t.shape[d])):
+                return None
+            a = env[idx]
+            if a.canon is None:
+                return None
+            canons.append(a.canon)
+            dims.append(a.dims)
+        return (t.name, tuple(canons)), dims
+
+    def _remember_load(self, ld: Load, st: Stage, v: Val) -> None:
+        found = self._load_key(ld, st)
+        if found is not None:
+            key, dims = found
+            self.scopes[-1][("tile", key)] = (v, dims)
+
+    def shared_load(self, ld: Load, st: Stage) -> Val | None:
+        """A tile of the same tensor elements that another stage of the kernel already loaded where it is in
+        scope (the same axes' canons: a row of X that a max, a sum and a division each read, loaded once),
+        its dims renamed to this stage's; None if there is none."""
+        found = self._load_key(ld, st)
+        if found is None:
+            return None
+        key, dims = found
+        for scope in reversed(self.scopes):
+            if ("tile", key) in scope:
+                v, their = scope[("tile", key)]
+                rename = {}
+                for mine, theirs in zip(dims, their):
+                    for a, b in zip(theirs, mine):
+                        if rename.setdefault(a, b) != b:
+                            return None
+                if len(set(rename.values())) != len(rename):
+                    return None
+                return Val(v.code, tuple(rename.get(d, d) for d in v.dims), v.dtype)
+        return None
 
     def emit_load(self, ld: Load, st: Stage, hint: str, tma: bool = False) -> Val:
         t = ld.tensor
-        if self.p.plan.kernel_of.get(t.name) == self.root.name:
+        if self.p.plan.kernel_of.get(t.name) == self.root.name and t.name not in self.materialized:
             raise LoweringError(
                 f"{st.name} reads {t.name} where {t.name}, computed in the same kernel, is not finished: the "
                 f"read sits inside {t.name}'s own loops (a reduction loop of one iteration, say) or in a "

@@ -22,22 +22,24 @@ class Analysis:
     """Plan, model, time maps, masks and resources of `sched` under `config` (knob defaults for the
     rest). `outputs` are the tensors the caller wants stored (default: the schedule's outputs);
     `specialize` (size name -> int, checked by the caller) the sizes baked in as constants; masks rely
-    on those and on every `tc.assume` on the schedule's sizes (`facts`)."""
+    on those and on every `tc.assume` on the schedule's sizes (`facts`), and so do the loops that run once
+    (`assume`: facts of a call's sizes, `Plan.call_facts`, under which the kernel is lowered again)."""
 
-    def __init__(self, sched, config=None, outputs=None, specialize=None):
+    def __init__(self, sched, config=None, outputs=None, specialize=None, assume=()):
         self.sched = sched
         self.config = resolve_config(sched.knobs, config)
         self.outputs, self.specialize = outputs, dict(specialize or {})
-        self.plan = Plan(sched, self.config, outputs)
+        self.assume = tuple(assume)  # facts of one call's sizes (Plan.call_facts): its loops that run once
+        self.facts = facts_of(sched, self.specialize) + list(self.assume)
+        self.plan = Plan(sched, self.config, outputs, self.facts)
         self.model = model_of(sched)
-        self.facts = facts_of(sched, self.specialize)
         self._maps = self._masks = self._resources = None
 
     @property
     def maps(self) -> TimeMaps:
         """Every statement's time map under the plan (isl), for legality and footprints."""
         if self._maps is None:
-            self._maps = TimeMaps(self.model, self.plan)
+            self._maps = TimeMaps(self.model, self.plan, self.facts)
         return self._maps
 
     # -- legality ---------------------------------------------------------------------------------

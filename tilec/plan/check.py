@@ -14,10 +14,10 @@ from tilec.schedule.schedule import set_primitive_check
 
 
 def check_schedule(sched, config=None, *, primitive: str = "build", stage=None, outputs=None,
-                   specialize=None) -> Analysis:
+                   specialize=None, assume=()) -> Analysis:
     """Raise IllegalScheduleError if `sched` breaks a dependence, a rounding point or a bound under
     `config`; return the analysis it checked (lowering goes on from it)."""
-    analysis = Analysis(sched, config, outputs, specialize)
+    analysis = Analysis(sched, config, outputs, specialize, assume)
     analysis.check(primitive=primitive, stage=stage, places=lambda st: legal_places(st, analysis.config))
     return analysis
 

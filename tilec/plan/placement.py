@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from tilec.errors import LoweringError
-from tilec.ir.expr import Const, IterVar, Load, size_text, walk
+from tilec.errors import LoweringError, TilecError
+from tilec.ir.expr import Binary, Const, IterVar, Load, SizeVar, evaluate, size_text, substitute, walk
 from tilec.ir.knob import Knob, factor_value, resolve_config
+from tilec.ir.online import NotOnline, OnlineForm, online_form
+from tilec.poly.masks import single_iteration
 from tilec.schedule.defaults import default_stage
 from tilec.schedule.schedule import Fuse, Schedule, Split, Stage
 
@@ -54,9 +56,13 @@ def _is_pow2(n: int) -> bool:
 
 
 class Layout:
-    """A stage's own loops in a kernel: leaves classified as grid / serial / unroll / tile."""
+    """A stage's own loops in a kernel: leaves classified as grid / serial / unroll / single / tile.
 
-    def __init__(self, stage: Stage, fixed: set, root: bool, config: dict):
+    A "single" leaf is a loop that isl proves runs exactly once under the size facts (`facts`: tc.assume,
+    specialized sizes, a call's sizes): `co` of `split(c, 8192)` where N <= 8192. It is no loop at all:
+    its index is 0, what it would hold runs where it sits, and a place at it is the enclosing loop's."""
+
+    def __init__(self, stage: Stage, fixed: set, root: bool, config: dict, facts=()):
         self.stage = stage
         origin: dict[IterVar, set] = {a: {a} for a in list(stage.tensor.axis) + list(stage.tensor.reduce_axis)}
         for rel in stage.relations:
@@ -118,7 +124,9 @@ class Layout:
                 self.tile_extent[a] = f
             else:
                 self.kind[a] = "serial"
-            if a in stage.pipelines and self.kind[a] != "serial":
+            if self.kind[a] in ("serial", "unroll") and single_iteration(a.extent, config, list(facts)):
+                self.kind[a] = "single"
+            if a in stage.pipelines and self.kind[a] not in ("serial", "single"):
                 raise LoweringError(f"pipeline({stage.name}.{a.name}): {a.name} is a {self.kind[a]} axis; only "
                                     f"serial loops (tl.range) are pipelined")
         self.grid = sorted((a for a in self.leaves if self.kind[a] == "grid"), key=lambda a: stage.binds[a])
@@ -140,6 +148,7 @@ class Layout:
                                     f"to the grid; fuse (or swizzle) the grid axes into one")
             self.persistent = (a, factor_value(flatten, config))
         self.loops = [a for a in self.leaves if self.kind[a] in ("serial", "unroll")]
+        self.singles = [a for a in self.leaves if self.kind[a] == "single"]
         self.tiles = [a for a in self.leaves if self.kind[a] == "tile"]
         seen_reduce = None
         for a in self.loops:
@@ -176,6 +185,29 @@ class Layout:
         """The depth of the innermost serial loop that original `axis` depends on (-1: none)."""
         return max((n for n, leaf in enumerate(self.loops) if axis in self.origin[leaf]), default=-1)
 
+    def inner_loop(self, axis: IterVar, place: IterVar | None) -> IterVar | None:
+        """The innermost loop (serial, unrolled, or one that runs once) inside the place at leaf `place`
+        (a grid leaf or None: the kernel's top) that original `axis` depends on; None if there is none.
+        Loops that run once count: whether a stage may follow an axis must not depend on the sizes."""
+        seq = [a for a in self.leaves if self.kind[a] in ("serial", "unroll", "single")]
+        at = seq.index(place) if place in seq else -1
+        return next((leaf for leaf in reversed(seq[at + 1:]) if axis in self.origin[leaf]), None)
+
+    def level_of_leaf(self, leaf: IterVar) -> int:
+        """The loop depth a place at `leaf` means: its index among the loops; for a single leaf (no loop),
+        the enclosing loop's (the last loop before it in the stage's order; -1: the kernel's top)."""
+        if leaf in self.loops:
+            return self.loops.index(leaf)
+        before = self.leaves[:self.leaves.index(leaf)]
+        return max((self.loops.index(a) for a in before if a in self.loops), default=-1)
+
+
+def _reads_any(t, stats, seen=()) -> bool:
+    """Whether tensor t reads one of `stats`, directly or through other stages."""
+    if t.is_placeholder or t.name in seen:
+        return False
+    return any(u in stats or _reads_any(u, stats, seen + (t.name,)) for u in t.inputs)
+
 
 def _plain_map(producer, consumer) -> dict | None:
     """producer axis -> consumer axis at the first plain read `producer[i, j]` in consumer's body."""
@@ -191,7 +223,8 @@ def bound_axes(x: Stage, target: Stage) -> dict[IterVar, IterVar]:
 
     Along the chain of reads between them (`C[i, j]` in Y's body, directly or through stages in
     between), each plain access says which index variable names which axis; composing them gives the
-    correspondence. A stage with a shifted read on the way (a halo) cannot share loops.
+    correspondence. A stage with a shifted read on the way (a halo) cannot share loops. A producer's
+    axes that no axis of the target names are its own: it computes them over their whole extent.
     """
     sched = x.sched
     rel = sched.related(x, target)
@@ -206,24 +239,16 @@ def bound_axes(x: Stage, target: Stage) -> dict[IterVar, IterVar]:
                 f"positions (a halo, as in a stencil); sharing loops needs a plain access like {p}[i, j]. "
                 f"Compute {x.name} at root instead")
         m = {a: step[v] for a, v in m.items() if v in step}
-    bound = m if rel == "producer" else {v: a for a, v in m.items()}
-    if rel == "producer":
-        free = [a.name for a in x.tensor.axis if a not in bound]
-        if free:
-            raise LoweringError(
-                f"compute_at({x.name}, {target.name}): {x.name}'s axis {', '.join(free)} is not fixed by "
-                f"{target.name}'s loops there, so {x.name} would need a whole region in registers; only "
-                f"producers whose spatial axes all follow the consumer can be computed at it (or compute_root)")
-    return bound
+    return m if rel == "producer" else {v: a for a, v in m.items()}
 
 
-def layout_of(stage: Stage, fixed: set, root: bool, config: dict) -> Layout:
+def layout_of(stage: Stage, fixed: set, root: bool, config: dict, facts=()) -> Layout:
     """The stage's effective loops: its own schedule, or the default one if it was never scheduled."""
     st = stage
     if not stage.touched:
         st = default_stage(stage, frozenset(fixed))
         st.attach = stage.attach
-    return Layout(st, fixed, root, config)
+    return Layout(st, fixed, root, config, facts)
 
 
 @dataclass(eq=False)
@@ -239,6 +264,8 @@ class Placed:
     consumers: dict = field(default_factory=lambda: defaultdict(list))
     caches: dict = field(default_factory=lambda: defaultdict(list))      # my level -> [cache Stage]
 
+    online: list = field(default_factory=list)  # statistics computed in my reduction loop (online)
+
     @property
     def name(self) -> str:
         return self.stage.name
@@ -247,9 +274,22 @@ class Placed:
 class Plan:
     """Kernels (root `Placed` in launch order) and the tensors memory must hold."""
 
-    def __init__(self, sched: Schedule, config=None, outputs=None):
+    def __init__(self, sched: Schedule, config=None, outputs=None, facts=()):
         self.sched = sched
         self.config = resolve_config(sched.knobs, config)
+        self.facts = tuple(facts)  # what isl may assume about sizes (single loops)
+        # online(): each target's rewritten group (tilec.ir.online), and which target each statistic runs in
+        self.online: dict[str, OnlineForm] = {}
+        self.online_of: dict[str, Stage] = {}
+        for st in sched.stages.values():
+            if st.online_stats:
+                try:
+                    self.online[st.name] = online_form(st.tensor, [t.tensor for t in st.online_stats])
+                except NotOnline as e:  # the primitive checked it; the compute cannot have changed
+                    raise LoweringError(f"online({st.name}): {e}") from None
+                for t in st.online_stats:
+                    self.online_of[t.name] = st
+        self._check_online(sched)
         self.kernel_of = {n: self._root(st).name for n, st in sched.stages.items() if st.attach != "inline"}
         out_names = [t.name for t in (outputs if outputs is not None else sched.outputs)]
         for c in sched.caches:
@@ -263,6 +303,7 @@ class Plan:
                                     f"(compute_inline), so it is never stored; compute_root({name}) or leave it "
                                     f"out of the outputs")
         self.stored = set(out_names)
+        self.scratch: set[str] = set()  # producers at an outer loop whose region is kept in memory (_place)
         for p, c in sched.graph.edges:
             if p in self.kernel_of and any(k != self.kernel_of[p] for k in self._reader_kernels(c)):
                 self.stored.add(p)
@@ -280,8 +321,72 @@ class Plan:
             raise LoweringError(f"the placements make two kernels need each other's results ({path}, each "
                                 f"reading what the next computes); compute_root one of the stages involved") from e
         self.placed: dict[str, Placed] = {}
+        self._regions: list[Placed] = []  # producers at an outer loop, with axes of their own
         self.kernels = [self._place(sched.stages[r], None, -1, {}) for r in roots]
+        for p in self._regions:
+            if not self._in_registers(p):
+                # its region is more than one tile, or a reader reads it by other tiles: kept in memory, a
+                # buffer of its shape the call allocates, written before its readers read it back
+                self.scratch.add(p.name)
+                self.stored.add(p.name)
         self.buffers = sorted(self.stored - set(out_names))
+
+    def call_facts(self, sizes: dict) -> tuple:
+        """The facts a call's sizes add: `extent == 1` for each loop of the plan (of any stage, default
+        schedules included) whose extent depends on sizes and is 1 at `sizes`: the loops that run once in
+        that call (a loop of no iterations stays a loop). A kernel lowers once per distinct set (tilec/runtime/kernel.py), in which
+        those loops are no loops (`Layout`'s single leaves)."""
+        out = {}
+        for p in self.placed.values():
+            for a in p.layout.loops:
+                if not any(isinstance(n, SizeVar) for n in walk(a.extent)):
+                    continue
+                try:
+                    trips = evaluate(a.extent, sizes | self.config)
+                except (KeyError, TilecError):
+                    continue
+                if trips == 1:  # knobs at their values: a fact is of sizes and ints
+                    extent = substitute(a.extent, lambda n: Const(self.config[n.knob_name], "int32")
+                                        if isinstance(n, Knob) else None)
+                    out.setdefault(size_text(extent), Binary("==", extent, Const(1, "int32")))
+        return tuple(out[k] for k in sorted(out))
+
+    def _tile(self, p: Placed, axis: IterVar):
+        """(factor, extent) where original `axis` of placed stage p is one tile over its whole extent (a split
+        whose outer loop runs once, maybe through the loops p follows); None where loops run over it."""
+        if axis in p.bound:
+            return self._tile(p.target, p.bound[axis])
+        lay = p.layout
+        leaves = [leaf for leaf in lay.leaves if axis in lay.origin[leaf]]
+        if any(lay.kind[leaf] not in ("single", "tile") for leaf in leaves):
+            return None
+        split = next((r for r in lay.stage.relations if isinstance(r, Split) and r.parent is axis), None)
+        if split is None or [lay.kind.get(split.outer), lay.kind.get(split.inner)] != ["single", "tile"]:
+            return None
+        return factor_value(split.factor, self.config), size_text(axis.extent)
+
+    def _in_registers(self, p: Placed) -> bool:
+        """Whether producer p's region (at an outer loop of its consumer) is one tile that every reader in the
+        kernel reads by the same tiles: then it stays in registers; else it goes through memory."""
+        own = [a for a in p.stage.tensor.axis if a not in p.bound]
+        tiles = {a: self._tile(p, a) for a in own}
+        if any(t is None for t in tiles.values()):
+            return False
+        if any(c.kind == "cache_read" and c.tensor is p.stage.tensor for c in self.sched.caches):
+            return False
+        kernel = self.kernel_of[p.name]
+        for reader in self.sched.graph.successors(p.name):
+            q = self.placed.get(reader)
+            if q is None or self.kernel_of.get(reader) != kernel:
+                if reader in self.sched.stages and self.sched.stages[reader].attach == "inline":
+                    return False  # read through an inlined stage: at positions it computes
+                continue
+            for node in walk(q.stage.tensor.body):
+                if isinstance(node, Load) and node.tensor is p.stage.tensor:
+                    for a, idx in zip(p.stage.tensor.axis, node.indices):
+                        if a in tiles and (not isinstance(idx, IterVar) or self._tile(q, idx) != tiles[a]):
+                            return False
+        return True
 
     def _reader_kernels(self, name: str) -> set[str]:
         """The kernels that evaluate stage `name` (an inlined stage: those of its readers)."""
@@ -291,6 +396,8 @@ class Plan:
 
     def _root(self, st: Stage) -> Stage:
         seen = []
+        if st.name in self.online_of:  # a statistic runs in its target's loop
+            st = self.online_of[st.name]
         while isinstance(st.attach, tuple):
             seen.append(st.name)
             st = st.attach[0]
@@ -305,8 +412,8 @@ class Plan:
         leaf = lay.resolve(axis)
         if leaf is not None and lay.kind.get(leaf) == "grid":
             return -1
-        if leaf is not None and leaf in lay.loops:
-            return lay.loops.index(leaf)
+        if leaf is not None and (leaf in lay.loops or leaf in lay.singles):
+            return lay.level_of_leaf(leaf)
         where = [a.name for a in lay.grid + lay.loops]
         raise LoweringError(
             f"compute_at({who.name}, {placed.name}.{axis.name}): {axis.name} is a tile axis (a vector dimension, "
@@ -314,7 +421,7 @@ class Plan:
             f"{', '.join(f'{placed.name}.{w}' for w in where) or 'none (compute_root)'}")
 
     def _place(self, stage: Stage, target: Placed | None, level: int, bound: dict) -> Placed:
-        lay = layout_of(stage, set(bound), target is None, self.config)
+        lay = layout_of(stage, set(bound), target is None, self.config, self.facts)
         me = Placed(stage, lay, target, level, bound)
         self.placed[stage.name] = me
         for c in self.sched.caches:
@@ -323,19 +430,82 @@ class Plan:
             elif c.kind == "cache_write" and isinstance(c.attach, tuple) and c.attach[0] is stage:
                 self._check_cache_write(c, me)
         for other in self.sched.stages.values():
+            if other.name in self.online_of:
+                continue  # placed in its target's loop below, whatever its own compute_at said
             if isinstance(other.attach, tuple) and other.attach[0] is stage:
                 lvl = self._level(me, other, other.attach[1])
-                child = self._place(other, me, lvl, bound_axes(other, stage))
-                for axis, taxis in child.bound.items():
-                    if lay.axis_level(taxis) > lvl:
-                        loop = lay.loops[lay.axis_level(taxis)].name
-                        raise LoweringError(
-                            f"compute_at({other.name}, {stage.name}): {other.name}'s axis {axis.name} follows "
-                            f"{stage.name}'s loop {loop}, which runs inside the place chosen; place {other.name} at "
-                            f"{stage.name}.{loop} or further in")
-                side = me.producers if self.sched.related(other, stage) == "producer" else me.consumers
-                side[lvl].append(child)
+                producer = self.sched.related(other, stage) == "producer"
+                bound = bound_axes(other, stage)
+                place = lay.resolve(other.attach[1])
+                late = {axis: lay.inner_loop(taxis, place) for axis, taxis in bound.items()}
+                late = {axis: loop for axis, loop in late.items() if loop is not None}
+                if late and not producer:
+                    axis, loop = next(iter(late.items()))
+                    raise LoweringError(
+                        f"compute_at({other.name}, {stage.name}): {other.name}'s axis {axis.name} follows "
+                        f"{stage.name}'s loop {loop.name}, which runs inside the place chosen; place {other.name} at "
+                        f"{stage.name}.{loop.name} or further in")
+                # a producer at an outer loop (Halide's compute_at): the axes that follow loops inside the
+                # place are its own, over their whole extent (its own loops): it computes the region that
+                # one iteration of the place reads
+                child = self._place(other, me, lvl, {a: t for a, t in bound.items() if a not in late})
+                if producer and any(a not in child.bound for a in other.tensor.axis):
+                    self._regions.append(child)
+                (me.producers if producer else me.consumers)[lvl].append(child)
+        if stage.name in self.online:
+            self._place_online(me)
         return me
+
+    def _place_online(self, me: Placed) -> None:
+        """The statistics of `me`'s online loop: each placed in its innermost loop (before its own update),
+        all of its axes following `me`'s (tilec.ir.online's mapping), no loops of their own."""
+        form = self.online[me.name]
+        if not me.stage.tensor.is_reduction:
+            return
+        level = len(me.layout.loops) - 1
+        for t in form.stats:
+            st = self.sched.stages[t.name]
+            bound = dict(form.members[t.name].axes)
+            lay = Layout(default_stage(st, frozenset(bound)), set(bound), False, self.config, self.facts)
+            child = Placed(st, lay, me, level, bound)
+            self.placed[st.name] = child
+            me.online.append(child)
+
+    def _check_online(self, sched: Schedule) -> None:
+        """What the online rewrite needs of the schedule (its algebra is checked on the compute): the
+        elementwise stages it looks through are inlined, and nothing is placed in a statistic's loops."""
+        for target, form in self.online.items():
+            members = {t.name for t in (form.target, *form.stats)}
+            for name in members:
+                for node in walk(sched.tensors[name].body):
+                    if not isinstance(node, Load) or node.tensor.name in members or node.tensor.is_placeholder:
+                        continue
+                    t = node.tensor
+                    if not t.is_reduction and _reads_any(t, form.stats) and sched.stages[t.name].attach != "inline":
+                        raise LoweringError(f"online({target}): {t.name} reads a statistic of the loop "
+                                            f"({', '.join(s.name for s in form.stats)}), whose value changes while "
+                                            f"the loop runs, so the online form computes {t.name}'s expression "
+                                            f"in {target}'s loop: compute_inline({t.name})")
+            for st in sched.stages.values():
+                if isinstance(st.attach, tuple) and st.attach[0].name in self.online_of:
+                    stat = st.attach[0].name
+                    raise LoweringError(f"{st.name} is computed at {stat}'s loop, but {stat} runs in {target}'s "
+                                        f"loop (online), with no loops of its own; place {st.name} at "
+                                        f"{self.online_of[stat].name} instead")
+            for c in sched.caches:
+                if isinstance(c.attach, tuple) and c.attach[0].name in self.online_of:
+                    raise LoweringError(f"{c.name} is placed in a loop of {c.attach[0].name}, which runs in "
+                                        f"{target}'s loop (online); place it in {target}'s loops")
+
+    @property
+    def rewritten(self) -> set[tuple[str, str]]:
+        """(statistic, member) pairs of every online group: the dependences the online algebra replaces
+        (a member reads the running statistic, rescaled), which legality does not check as written."""
+        out = set()
+        for form in self.online.values():
+            names = [t.name for t in (form.target, *form.stats)]
+            out |= {(s.name, b) for s in form.stats for b in names if b != s.name}
+        return out
 
     def _check_cache_write(self, c: Stage, placed: Placed) -> None:
         st, axis = c.attach

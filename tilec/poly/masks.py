@@ -1,6 +1,8 @@
-"""Which partial-tile masks are needed: a mask on an axis is dropped only where isl proves that
-every split of it divides its extent, for all sizes allowed by the facts (`tc.assume`, constant
-shapes, shape specialization)."""
+"""What the size facts prove about a stage's loops and tiles: a partial-tile mask on an axis is dropped
+only where isl proves that every split of it divides its extent, and a loop is no loop at all where isl
+proves it runs exactly once (`single_iteration`), for all sizes allowed by the facts (`tc.assume`,
+constant shapes, shape specialization, and a call's own sizes: a split by a factor its extent does not
+exceed, `call_facts`)."""
 
 from __future__ import annotations
 
@@ -35,6 +37,15 @@ def _divides(extent: str, factor: int, params: tuple, facts: tuple) -> bool:
     return bad.is_empty()
 
 
+@functools.lru_cache(maxsize=4096)
+def _exactly_one(extent: str, params: tuple, facts: tuple) -> bool:
+    ctx = isl.DEFAULT_CONTEXT
+    pre = f"[{', '.join(params)}] -> " if params else ""
+    context = " and ".join(facts + ("1 = 1",))
+    bad = isl.Set.read_from_str(ctx, f"{pre}{{ : {context} and (({extent}) >= 2 or ({extent}) <= 0) }}")
+    return bad.is_empty()
+
+
 def _fact_text(f) -> str:
     if isinstance(f, tuple):
         return f"{f[1]} = {f[2]}"
@@ -42,14 +53,41 @@ def _fact_text(f) -> str:
     return f"{aff(f.a, {}, {})} {op} {aff(f.b, {}, {})}"
 
 
-def needs_mask(layout, axis, config: dict, facts: list) -> bool:
-    """Whether tiles of original `axis` of the stage may overrun its extent."""
+def _names_and_texts(facts: list) -> tuple[list[str], tuple]:
     names = sorted({n.name for f in facts if not isinstance(f, tuple) for n in walk(f) if isinstance(n, SizeVar)}
                    | {f[1] for f in facts if isinstance(f, tuple)})
     try:
         texts = tuple(_fact_text(f) for f in facts)
     except NotAffine:
         texts = ()
+    return names, texts
+
+
+def single_iteration(extent, config: dict, facts: list) -> bool:
+    """Whether a loop of `extent` (an expression of sizes and knobs) runs exactly once for every size the
+    facts allow: `cdiv(N, 8192)` under `N >= 1 and N <= 8192` (sizes may be 0 at a call), `cdiv(60, 64)`.
+    Such a loop is lowered as no loop."""
+    names, texts = _names_and_texts(facts)
+    try:
+        ext = aff(extent, {}, config)
+    except NotAffine:
+        return False
+    params = sorted(set(names) | {n.name for n in walk(extent) if isinstance(n, SizeVar)})
+    return _exactly_one(ext, tuple(params), texts)
+
+
+def facts_set(ctx, pre: str, facts: list):
+    """The facts as an isl parameter set in `ctx` (a model's, its parameters `pre`), or None if there are
+    none (or one isl cannot read, which then constrains nothing)."""
+    _, texts = _names_and_texts(facts)
+    if not texts:
+        return None
+    return isl.Set.read_from_str(ctx, f"{pre}{{ : {' and '.join(texts)} }}")
+
+
+def needs_mask(layout, axis, config: dict, facts: list) -> bool:
+    """Whether tiles of original `axis` of the stage may overrun its extent."""
+    names, texts = _names_and_texts(facts)
     for rel in layout.stage.relations:
         if isinstance(rel, Split) and axis in layout.origin[rel.parent]:  # a split of it, or of a fusion with it
             f = rel.factor if isinstance(rel.factor, int) else config[rel.factor.knob_name]

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import islpy as isl
 
+from tilec.poly.masks import facts_set
 from tilec.poly.model import PolyModel, aff
 from tilec.schedule.schedule import Fuse, Split
 
@@ -40,8 +41,11 @@ class TimeMaps:
     """Builds `maps[stmt] : stmt instance -> time` for every statement of `model` under `plan` (a
     `tilec.plan.placement.Plan`, handed down: the analysis of the schedule lives above this package)."""
 
-    def __init__(self, model: PolyModel, plan):
+    def __init__(self, model: PolyModel, plan, facts=()):
         self.model, self.plan, self.config = model, plan, plan.config
+        # the sizes the program runs at: a loop that runs once there (a single leaf) has no time coordinate,
+        # which is exact only under the facts that make it run once
+        self.facts = facts_set(model.ctx, model.pre, list(facts))
         self.approx: set[str] = set()  # stages whose loop values isl cannot express exactly
         self.names = {p.name: {a: f"_a{n}" for n, a in enumerate(list(p.stage.tensor.axis)
                                                                    + list(p.stage.tensor.reduce_axis))}
@@ -76,6 +80,7 @@ class TimeMaps:
             for lst in side.values():
                 for q in lst:
                     yield from self._walk(q)
+        yield from p.online
 
     def _leaf_entries(self, p) -> dict:
         """Each leaf of p's layout (and each original axis) as entries in p's variables."""
@@ -124,6 +129,8 @@ class TimeMaps:
         """What runs in p's loop `level`, in order: producers, p's own part, consumers."""
         own = ["INIT", "INNER"] if (p.stage.tensor.is_reduction and level == p.layout.first_reduce - 1) \
             else ["INNER"]
+        if p.online and level == len(p.layout.loops) - 1:  # online statistics: updated before p's own update
+            own = own[:-1] + list(p.online) + own[-1:]
         return list(p.producers.get(level, [])) + own + list(p.consumers.get(level, []))
 
     def _pos(self, p, level: int, what) -> Entry:
@@ -187,6 +194,9 @@ class TimeMaps:
         return n
 
     def _vector(self, p, kind: str) -> list[Entry]:
+        if kind == "init" and p.target is not None and p in p.target.online:
+            # an online statistic starts where its target's accumulator does, before the loop
+            return self._translate(self._vector(p.target, "init"), p.target, p)
         vec = self._base(p) + self._grid_padded(p)
         lay = p.layout
         last = lay.first_reduce - 1 if kind == "init" else len(lay.loops) - 1
@@ -217,4 +227,6 @@ class TimeMaps:
         dims = ", ".join(f"_t{n}" for n in range(len(vec)))
         text = f"{self.model.pre}{{ {stmt.name}[{stmt.vars}] -> [{dims}] : {' and '.join(cons)} }}"
         m = isl.Map.read_from_str(self.model.ctx, text)
+        if self.facts is not None:
+            m = m.intersect_params(self.facts)
         return m.intersect_domain(isl.Set.from_union_set(self.model.domain.extract_set(m.get_space().domain())))

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from tilec.errors import ArgumentError, LoweringError
-from tilec.ir.expr import SizeVar, evaluate
+from tilec.ir.expr import SizeVar, evaluate, size_text
 from tilec.ir.tensor import Tensor, sizes_of
 from tilec.lower.program import Program
 from tilec.runtime import triton_compat
@@ -95,16 +95,19 @@ class Kernel:
             raise ArgumentError(f"build: size {', '.join(unbound)} appears in no input's shape as a plain "
                                 f"dimension, so it cannot be read from the tensors at call time")
 
-    def _program(self, int64: bool, descriptors: bool = True) -> Program:
+    def _program(self, int64: bool, descriptors: bool = True, assume: tuple = ()) -> Program:
         """The program in the form a call needs: int64 indices past 2**31 (then pointer loads), tensor
-        descriptors where the schedule asked for them and the tensors allow (else pointer loads)."""
-        form = (int64, descriptors and not int64)
+        descriptors where the schedule asked for them and the tensors allow (else pointer loads), and
+        lowered under `assume`, the facts of the call's sizes (`Plan.call_facts`: the loops that run once
+        at them are no loops, so a row that fits one tile is read once)."""
+        form = (int64, descriptors and not int64, tuple(size_text(f) for f in assume))
         if form not in self._programs:
-            if form == (False, True):
+            if form[:2] == (False, True):
                 self._programs[form] = Program(self.sched, self._config_arg, target=self.target,
-                                               outputs=self.outputs, specialize=self.specialize)
+                                               outputs=self.outputs, specialize=self.specialize, assume=assume)
             else:  # another rendering of the same kernels: nothing is lowered again
-                self._programs[form] = self._program(False).with_form(int64=int64, descriptors=form[1])
+                self._programs[form] = self._program(False, True, assume).with_form(int64=int64,
+                                                                                    descriptors=form[1])
         return self._programs[form]
 
     @property
@@ -279,7 +282,8 @@ class Kernel:
         outs = self._outputs(outs_given, env, device)
         buffers = {t.name: x for t, x in zip(self.inputs, tensors)} | {t.name: x for t, x in zip(self.outputs, outs)}
         big = any(x.numel() > _INT32_LIMIT or _max_offset(x) > _INT32_LIMIT for x in buffers.values())
-        prog = self._program(big)
+        assume = self.program.plan.call_facts(env)  # the loops that run once at these sizes
+        prog = self._program(big, True, assume)
         buffer_shapes = []
         for name in prog.buffers:
             t = self.sched.tensors[name]
@@ -295,7 +299,7 @@ class Kernel:
         # bool buffer, its 5-byte rows no multiple of 16), meets TMA's rules, or the call reads by pointers
         descriptors = descriptors and not big and all(
             _descriptor_fits(buffers[p.tensor], block_shape(p, prog.config)) for _, p in prog.descriptors)
-        prog = self._program(big, descriptors)
+        prog = self._program(big, descriptors, assume)
         mod = load_module(prog.source())
         values = env | prog.config
         launches = []

@@ -165,6 +165,8 @@ class Stage:
         self.persistent_axes: dict[IterVar, int | Knob] = {}  # grid axis -> flatten (tl.range's), from persistent()
         self.fused_with: tuple[Stage, IterVar] | None = None  # compute_with: (stage, its loop) this stage's loop joins
         self.k_split: tuple[IterVar, int | Knob, bool] | None = None  # split_k(): (loop, parts, deterministic)
+        self.online_stats: tuple[Stage, ...] = ()  # online(): the statistics this sum's loop carries
+        self.online_skip = True  # online(skip_masked=): loop only over tiles the max's where() admits
         self.touched = False  # any decision about its loops: if not, lowering gives it the default
         self._names = {a.name for a in self.leaves}
 
@@ -172,7 +174,7 @@ class Stage:
         return f"Stage({self.name})"
 
     _STATE = ("leaves", "relations", "attach", "binds", "pipelines", "unrolled", "warps", "persistent_axes",
-              "fused_with", "k_split", "touched", "_names")
+              "fused_with", "k_split", "online_stats", "online_skip", "touched", "_names")
 
     def _snapshot(self) -> dict:
         return {"stage": {k: copy.copy(getattr(self, k)) for k in self._STATE},
@@ -387,9 +389,18 @@ class Stage:
                                     f"or through other stages); a stage can only be computed inside a producer "
                                     f"or consumer of it")
         if self.kind == "cache_read" and stage.tensor not in [r.tensor for r in self.readers]:
-            readers = ", ".join(r.name for r in self.readers)
-            raise ArgumentError(f"compute_at: {self.name} caches {self.tensor.name} for {readers}; place it "
-                                f"in a loop of a reader, not of {stage.name}")
+            def within(r):  # r is computed in stage's loops (directly or through other stages)
+                t = r
+                while isinstance(t.attach, tuple):
+                    t = t.attach[0]
+                    if t is stage:
+                        return True
+                return False
+            if not any(within(r) for r in self.readers):
+                readers = ", ".join(r.name for r in self.readers)
+                raise ArgumentError(f"compute_at: {self.name} caches {self.tensor.name} for {readers}; place it "
+                                    f"in a loop of a reader, or of a stage a reader is computed in, not of "
+                                    f"{stage.name}")
         if self.kind == "cache_write" and stage.tensor is not self.tensor:
             raise ArgumentError(f"compute_at: {self.name} accumulates {self.tensor.name}; place it in a loop "
                                 f"of {self.tensor.name}, not of {stage.name}")
@@ -473,6 +484,73 @@ class Stage:
         self.k_split = (axis, parts, deterministic)
         self.touched = True
         self._record("split_k", axis, parts, *(() if deterministic else (False,)))
+
+    @checked
+    def online(self, *stats: Stage, skip_masked: bool = True) -> None:
+        """Run this sum's reduction loop with `stats` as running statistics (the online rewrite): one max
+        `m`, then sums `l`, over the same range as this stage's reduce axis, which are computed in this
+        loop instead of in loops of their own. Each iteration updates the running max, rescales every sum
+        by exp(m_old - m_new), adds the tile's terms, and after the loop this stage divides by the sum
+        statistics it divides by. Softmax's two passes become one (`s[den].online(mx)`: the max and the
+        sum of exp(x - max) in one loop); attention's three become one (`s[O].online(m, l)` for
+        O = sum_j exp(S_j - m) / l * V_j: FlashAttention).
+
+        It requires (checked on the compute, `tilec.ir.online`; otherwise an `IllegalScheduleError` with
+        reason "online" says which rule fails): this stage is a sum over one reduce axis; the statistics
+        are one max and sums, each over one reduce axis of the same extent, float32 with a float32
+        accumulator; every summand of the sums and of this stage is a coefficient times exactly one
+        exp(X - m) with X the max's own operand (so no exponent exceeds 0), and only this stage divides,
+        and only by sum statistics; elementwise stages in between are looked through (they must be
+        inlined, compute_inline). The statistics' own loops (and a compute_at of them) are replaced: they
+        run in this stage's loop, where isl checks every other dependence as usual. A rounding point inside
+        a summand (P rounded to bfloat16) then rounds the unnormalized exp(X - m_running): the same relative
+        error per element (docs/schedule.md, "online").
+
+        Where the max's operand is `where(cond, x, -inf)` (causal attention: `j <= i`) with `cond` linear in
+        the axes, every member's term is exactly its identity wherever `cond` is false, so the loop runs only
+        over the tiles where it holds somewhere, and only the tiles where it fails somewhere are masked
+        (bounds from `cond` and the tiles' corners). With `skip_masked=True` (the default, FlashAttention's
+        semantics) a NaN or infinity of a coefficient (V) at a key of a skipped tile does not reach the
+        output, as in SDPA's flash and cuDNN backends (in the tiles that run, 0 * NaN is NaN as written);
+        `skip_masked=False` runs every tile, so every NaN propagates as the naive compute (and SDPA's math
+        backend) has it.
+
+        Before and after, as loop nest and Triton: tests/golden/primitives/online.txt.
+        """
+        self._require_compute("online")
+        if stats and isinstance(stats[-1], bool):  # a replayed trace passes skip_masked positionally
+            stats, skip_masked = stats[:-1], stats[-1]
+        if not isinstance(skip_masked, bool):
+            raise _arg(len(stats) + 1, "skip_masked", "online", "True or False", skip_masked)
+        if not stats:
+            raise _arg(1, "stats", "online", "the statistics this sum's loop carries: a max, then sums (s[m], s[l])",
+                       stats)
+        checked = []
+        for n, st in enumerate(stats):
+            if not isinstance(st, Stage) or st.kind != "compute" or self.sched.stages.get(st.name) is not st:
+                raise _arg(n + 1, "stat", "online", "a compute stage of this schedule (s[m])", st)
+            if st is self or st in checked:
+                raise ArgumentError(f"online: {st.name} is named twice (or is {self.name} itself); name each "
+                                    f"statistic once")
+            checked.append(st)
+        from tilec.ir.online import NotOnline, online_form  # local: the compute's algebra, no schedule in it
+        try:
+            online_form(self.tensor, [st.tensor for st in checked])
+        except NotOnline as e:
+            raise IllegalScheduleError(f"online({self.name}, {', '.join(st.name for st in checked)}): {e}",
+                                       primitive="online", stage=self.name, reason="online") from None
+        for other in self.sched.stages.values():
+            mine = set(other.online_stats) & set(checked)
+            if other is not self and mine:
+                raise ArgumentError(f"online: {next(iter(mine)).name} is already a statistic of {other.name}'s "
+                                    f"loop; a statistic runs in one loop")
+        if any(st.online_stats for st in checked) or any(self in o.online_stats for o in self.sched.stages.values()):
+            raise ArgumentError(f"online({self.name}): a statistic (or {self.name}) carries statistics of its own; "
+                                f"name them all in one call on the outermost sum")
+        self.online_stats = tuple(checked)
+        self.online_skip = skip_masked
+        self.touched = True
+        self._record("online", *(StageRef(st.name) for st in checked), *(() if skip_masked else (False,)))
 
     @checked
     def compute_inline(self) -> Stage:

@@ -1,0 +1,204 @@
+"""The online rewrite (`s[R].online(m, l)`, tilec/ir/online.py): a max and the sums that depend on it in
+one loop with running statistics. Checked against a float64 reference on sizes the tiles do not divide,
+size-1 rows, rows of -inf and NaN, in the looped form and the one-tile form; refused, with the rule named,
+wherever the algebra does not hold; isl still checks every other dependence on the rewritten loops.
+"""
+
+from __future__ import annotations
+
+import computes
+import pytest
+import torch
+
+import tilec as tc
+
+
+def softmax(block, body=None, stats_dtype="float32", online=True, y_at=None):
+    """Softmax with den = sum(body(X, mx)) (default exp(X - mx)) and den.online(mx)."""
+    M, N = tc.size_vars("M N")
+    X = tc.placeholder((M, N), "float32", name="X")
+    c = tc.reduce_axis(N, name="c")
+    mx = tc.compute((M,), lambda r: tc.max(X[r, c], axis=c), name="mx", dtype=stats_dtype)
+    c2 = tc.reduce_axis(N, name="c2")
+    body = body or (lambda x, m: tc.exp(x - m))
+    den = tc.compute((M,), lambda r: tc.sum(body(X[r, c2], mx[r]), axis=c2), name="den")
+    Y = tc.compute((M, N), lambda r, col: tc.exp(X[r, col] - mx[r]) / den[r], name="Y")
+    s = tc.create_schedule(Y)
+    r, col = Y.axis
+    s[Y].split(col, block)
+    s[Y].bind(r, "program_id.0")
+    _, mi = s[mx].split(c, block)
+    c2o, _ = s[den].split(c2, block)
+    s[mx].compute_at(s[Y], r)
+    s[den].compute_at(s[Y], r)
+    if online:
+        s[den].online(s[mx])
+    return s, (X, mx, den, Y), c2o
+
+
+def reference(x):
+    return torch.softmax(x.double(), 1)
+
+
+@pytest.mark.parametrize("block", [16, 128])
+@pytest.mark.parametrize("shape", [(5, 100), (3, 16), (1, 1), (4, 33)])
+def test_online_softmax_matches_float64(block, shape):
+    s, (X, mx, den, Y), _ = softmax(block)
+    kern = tc.build(s, [X, Y])
+    x = torch.randn(*shape) * 4
+    out = kern(x)
+    torch.testing.assert_close(out.double(), reference(x), rtol=1e-5, atol=1e-7)
+
+
+def test_online_softmax_rows_of_inf_and_nan():
+    s, (X, mx, den, Y), _ = softmax(16)
+    kern = tc.build(s, [X, Y])
+    x = torch.randn(5, 70)
+    x[0, :40] = float("-inf")     # the first tiles all -inf: the running max stays -inf, then grows
+    x[1] = float("-inf")          # a row of -inf: NaN, as torch
+    x[2, 50] = float("nan")       # NaN anywhere in the row: NaN row
+    x[3, 5] = float("inf")        # +inf: NaN row (inf - inf), as torch
+    out, ref = kern(x), reference(x)
+    assert torch.equal(out.isnan(), ref.isnan())
+    torch.testing.assert_close(out.double()[~ref.isnan()], ref[~ref.isnan()], rtol=1e-5, atol=1e-7)
+
+
+def test_the_row_gives_the_same_bits_at_any_batch_size():
+    s, (X, mx, den, Y), _ = softmax(16)
+    kern = tc.build(s, [X, Y])
+    x = torch.randn(9, 300)
+    assert torch.equal(kern(x)[4], kern(x[4:5])[0])
+
+
+def test_one_loop_instead_of_two():
+    s, (X, mx, den, Y), _ = softmax(16)
+    src = tc.lower(s).source()
+    assert src.count("tl.range(") == 2  # the statistics' loop and Y's; without online there are three
+    s2, *_ = softmax(16, online=False)
+    assert tc.lower(s2).source().count("tl.range(") == 3
+
+
+def test_online_is_replayed_from_the_trace():
+    s, (X, mx, den, Y), _ = softmax(16)
+    assert "den: online(mx)" in s.log
+    s2 = tc.replay(s.trace, [Y])
+    assert tc.lower(s2).source() == tc.lower(s).source()
+
+
+@pytest.mark.parametrize("body, rule", [
+    (lambda x, m: tc.exp(x - m) + 1.0, r"reads a statistic in .*only a product of one exp"),
+    (lambda x, m: tc.exp(2.0 * x - m), r"subtracts mx from .*not from mx's own operand"),
+    (lambda x, m: tc.exp(x - m) * tc.exp(x - m), r"has 2 factors exp"),
+    (lambda x, m: x - m, r"den reads a statistic in \(X\[r, c2\] - mx\[r\]\)"),
+    (lambda x, m: tc.exp(x) * 2.0, r"den does not read mx"),
+    (lambda x, m: tc.exp(x - m) / m, r"divides by"),
+])
+def test_refused_where_the_algebra_does_not_hold(body, rule):
+    s, (X, mx, den, Y), _ = softmax(16, body=body, online=False)
+    with pytest.raises(tc.IllegalScheduleError, match=rule) as info:
+        s[den].online(s[mx])
+    assert info.value.reason == "online" and info.value.primitive == "online"
+    assert not s.stages["den"].online_stats and "online" not in "\n".join(s.log)  # nothing recorded
+
+
+def test_refused_without_a_max_or_with_rounded_statistics():
+    s, (X, mx, den, Y), _ = softmax(16, stats_dtype="bfloat16", online=False)
+    with pytest.raises(tc.IllegalScheduleError, match=r"mx is kept as bfloat16.*must be float32"):
+        s[den].online(s[mx])
+    s, (X, mx, den, Y), _ = softmax(16, online=False)
+    with pytest.raises(tc.IllegalScheduleError, match=r"mx is not a sum"):
+        s[mx].online(s[den])  # the target must be the sum; the max is a statistic
+    with pytest.raises(tc.ArgumentError, match=r"the statistics this sum's loop carries"):
+        s[den].online()
+
+
+def test_an_intermediate_that_reads_a_statistic_must_be_inlined():
+    M, N = tc.size_vars("M N")
+    X = tc.placeholder((M, N), "float32", name="X")
+    c = tc.reduce_axis(N, name="c")
+    mx = tc.compute((M,), lambda r: tc.max(X[r, c], axis=c), name="mx")
+    E = tc.compute((M, N), lambda r, k: tc.exp(X[r, k] - mx[r]), name="E")
+    c2 = tc.reduce_axis(N, name="c2")
+    den = tc.compute((M,), lambda r: tc.sum(E[r, c2], axis=c2), name="den")
+    Y = tc.compute((M, N), lambda r, col: X[r, col] / den[r], name="Y")
+    s = tc.create_schedule(Y)
+    s[Y].bind(Y.axis[0], "program_id.0")
+    s[den].compute_at(s[Y], Y.axis[0])
+    s[den].split(c2, 16)
+    s[den].online(s[mx])
+    with pytest.raises(tc.LoweringError, match=r"E reads a statistic .*compute_inline\(E\)"):
+        tc.lower(s)
+    s[E].compute_inline()
+    x = torch.randn(3, 50)
+    xe = torch.exp(x.double() - x.double().amax(1, keepdim=True))
+    torch.testing.assert_close(tc.build(s, [X, Y])(x).double(), x.double() / xe.sum(1, keepdim=True))
+
+
+def test_isl_still_checks_the_other_dependences():
+    """A consumer placed inside the online loop would read the sum before it is complete."""
+    X, (c, c2), mx, den, _ = computes.softmax()
+    Z = tc.compute(mx.shape, lambda r: tc.log(den[r]) + mx[r], name="Z")  # logsumexp
+    s = tc.create_schedule(Z)
+    s[den].bind(den.axis[0], "program_id.0")
+    c2o, _ = s[den].split(c2, 16)
+    s[den].online(s[mx])
+    with pytest.raises(tc.IllegalScheduleError, match=r"read den before den's reduction") as info:
+        s[Z].compute_at(s[den], c2o)
+    assert info.value.reason == "rounding"
+    s[Z].compute_at(s[den], den.axis[0])
+    x = torch.randn(6, 45) * 3
+    torch.testing.assert_close(tc.build(s, [X, Z])(x).double(), torch.logsumexp(x.double(), 1))
+
+
+# --- attention: examples/attention.py, the naive compute made FlashAttention by online(m, l) --------------
+
+def _attention():
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+    import attention
+    return attention
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("config", [{"BM": 16, "BN": 16}, {"BM": 32, "BN": 16}, {"BM": 16, "BN": 32}])
+def test_attention_matches_float64(causal, config):
+    att = _attention()
+    s, args = att.make(causal=causal, d=32, dtype="float16")
+    kern = tc.build(s, args, config=config)
+    for sizes in ({"Z": 1, "H": 2, "N": 45}, {"Z": 2, "H": 1, "N": 16}, {"Z": 1, "H": 1, "N": 1}):
+        q, k, v = att.inputs(sizes, "cpu", d=32, dtype=torch.float16)
+        out = kern(q, k, v).double()
+        ref = att.reference(q, k, v, causal=causal).double()
+        err = ((out - ref).norm() / ref.norm()).item()
+        assert err < 2e-3, (sizes, err)  # float16 rounding of P and O
+
+
+def test_causal_attention_skips_the_masked_tiles():
+    att = _attention()
+    s, args = att.make(causal=True, d=32, dtype="float16")
+    src = tc.lower(s, {"BM": 16, "BN": 16}).source()
+    assert src.count("tl.range(") == 2  # the unmasked tiles below the diagonal, then the diagonal's
+    assert "jo_hi = " in src and "jo_full_hi = " in src
+    unmasked = src.split("for jo in")[1].split("for jo in")[0]
+    assert "<= offs_i" not in unmasked  # the causal where() is folded away where it holds everywhere
+    s2, _ = att.make(causal=False, d=32, dtype="float16")
+    assert tc.lower(s2, {"BM": 16, "BN": 16}).source().count("tl.range(") == 1  # no mask: one loop
+
+
+def test_skip_masked_false_runs_every_tile_and_propagates_nan_as_written():
+    att = _attention()
+    q, k, v = att.inputs({"Z": 1, "H": 1, "N": 40}, "cpu", d=32, dtype=torch.float16)
+    v[0, 0, 39, 0] = float("nan")  # the last key: masked for every query but the last
+    out = {}
+    for skip in (True, False):
+        s, args = att.make(causal=True, d=32, dtype="float16", skip_masked=skip)
+        assert ("O: online(m, l)" if skip else "O: online(m, l, False)") in s.log
+        src = tc.lower(s, {"BM": 16, "BN": 16}).source()
+        assert src.count("tl.range(") == (2 if skip else 1)
+        out[skip] = tc.build(s, args, config={"BM": 16, "BN": 16})(q, k, v)
+    ref = att.reference(q, k, v, causal=True)
+    # naive: 0 * NaN = NaN for every query that sees the key's tile; skipping: only the diagonal tile's rows
+    assert out[False][0, 0, :, 0].isnan().all()
+    assert out[True][0, 0, :32, 0].isnan().sum() == 0 and out[True][0, 0, 32:, 0].isnan().all()
+    assert ref[0, 0, 39, 0].isnan()
