@@ -193,8 +193,8 @@ def sdpa_anchor(backend, causal, sets, ref, n):
     return {f"{backend}_us": t * 1e6, f"{backend}_rel_error": err}
 
 
-ATTENTION_CONFIGS = [(128, 64, 3, 8), (128, 64, 4, 8), (128, 128, 3, 8), (64, 64, 3, 4), (128, 32, 4, 8),
-                     (64, 128, 3, 4)]
+ATTENTION_CONFIGS = [(128, 64, 3, 8), (128, 64, 4, 8), (128, 128, 2, 8), (128, 128, 3, 8), (64, 64, 3, 4),
+                     (64, 128, 3, 4), (128, 32, 4, 8)]
 
 
 def attention_row(sizes, d, causal, quick):
@@ -203,7 +203,7 @@ def attention_row(sizes, d, causal, quick):
     name = f"attention {'causal' if causal else 'full'} {z}x{h}x{n} d={d}"
     sets = B.input_sets(inputs_of(lambda s, dev: attention.inputs(s, dev, d=d)), sizes, DEVICE)
     ref = attention_ref(*sets[0], causal)
-    configs = [dict(BM=bm, BN=bn, stages=st, warps=w) for bm, bn, st, w in ATTENTION_CONFIGS[:2 if quick else 6]]
+    configs = [dict(BM=bm, BN=bn, stages=st, warps=w) for bm, bn, st, w in ATTENTION_CONFIGS[:2 if quick else None]]
     records, best = best_config(name, lambda: attention.make(causal=causal, d=d), configs, sets,
                                 lambda out: slice_error(out, ref))
     flops = 4 * z * h * n * n * d / (2 if causal else 1)

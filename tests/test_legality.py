@@ -816,6 +816,11 @@ def test_row_sum_computed_at_the_column_loop_of_its_producer():
 # =============================================================================================
 
 
+def n_kernels(source: str) -> int:
+    """How many kernels a Triton module defines (not counting helpers such as the NaN-keeping max)."""
+    return len(re.findall(r"^def \w+_kernel\(", source, re.M))
+
+
 def build_check(s, args, inputs, refs, config=None, **kw):
     """Build `s`, run it on `inputs`, compare every output with `refs` (bound per dtype)."""
     kernel = tc.build(s, args, config=config, **kw)
@@ -949,7 +954,7 @@ def test_fused_epilogue_gives_the_bits_of_the_unfused_kernels(make, mkn, dtype, 
     for fused in (False, True):
         s, args = make(fused)
         kernel = tc.build(s, args)
-        assert kernel.source.count("@triton.jit") == len(kernel.program.kernels) == (1 if fused else 2)
+        assert n_kernels(kernel.source) == len(kernel.program.kernels) == (1 if fused else 2)
         outs.append(kernel(a, w))
     assert torch.equal(outs[0], outs[1])
     if ref is not None:
@@ -989,7 +994,7 @@ def test_prologue_and_epilogue_around_one_gemm():
     s[C].pipeline(ax["ko"], stages=2)
     a, w, b = randn(19, 40), randn(40, 50), randn(50)
     kernel = build_check(s, [A, W, bias, Y], [a, w, b], F.silu(torch.exp(a * 0.5) @ w) + b)
-    assert kernel.source.count("@triton.jit") == 1
+    assert n_kernels(kernel.source) == 1
 
 
 def test_rmsnorm_with_the_sum_of_squares_as_a_second_output():
@@ -1032,7 +1037,7 @@ def test_three_level_nest_producer_in_a_producer_in_the_root():
     s[sq].compute_at(s[ss], co)
     x, wt = randn(5, 50), randn(50)
     kernel = build_check(s, [X, w, Y], [x, wt], x * torch.rsqrt((x * x).mean(1, keepdim=True) + 1e-6) * wt)
-    assert kernel.source.count("@triton.jit") == 1
+    assert n_kernels(kernel.source) == 1
 
 
 def test_swiglu_producers_at_the_consumer_tile():
@@ -1071,7 +1076,7 @@ def test_softmax_in_one_kernel(mn):
         s[T].compute_at(s[Y], r)
     x = randn(*mn, scale=3.0)
     kernel = build_check(s, [X, Y], [x], torch.softmax(x, dim=1))
-    assert kernel.source.count("@triton.jit") == 1
+    assert n_kernels(kernel.source) == 1
 
 
 def test_softmax_row_max_recomputed_inside_the_row_sum():
@@ -1140,7 +1145,7 @@ def test_row_scale_fp8_quantization_in_one_kernel():
     am = x.abs().amax(dim=1)
     q = (x * (448.0 / am)[:, None]).clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
     kernel = build_check(s, [X, Q, S], [x], [q, am / 448.0])
-    assert kernel.source.count("@triton.jit") == 1
+    assert n_kernels(kernel.source) == 1
 
 
 def test_inline_chain_keeps_each_rounding_point():
@@ -1158,7 +1163,7 @@ def test_inline_chain_keeps_each_rounding_point():
     h1 = (x * 3.0 + 0.5).half()
     h2 = (torch.tanh(h1.float()) * h1.float()).half()
     kernel = build_check(s, [X, Z], [x], torch.exp(h2.float() * -0.5) + x)
-    assert kernel.source.count("@triton.jit") == 1
+    assert n_kernels(kernel.source) == 1
 
 
 def test_gemm_and_its_epilogue_both_outputs():
@@ -1171,7 +1176,7 @@ def test_gemm_and_its_epilogue_both_outputs():
     a, w = randn(30, 40), randn(40, 20)
     c = a @ w
     kernel = build_check(s, [A, W, C, Y, Y2], [a, w], [c, F.silu(c), c * F.silu(c)])
-    assert kernel.source.count("@triton.jit") == 1
+    assert n_kernels(kernel.source) == 1
 
 
 def test_batched_gemm_with_bias_epilogue_on_a_3d_grid():
@@ -1251,7 +1256,7 @@ def test_prologue_producer_at_the_reduction_loop():
     s[P].compute_at(s[C], ax["ko"])
     a, w = randn(30, 37), randn(37, 20)
     kernel = build_check(s, [A, W, C], [a, w], torch.exp(a * 0.5) @ w)
-    assert kernel.source.count("@triton.jit") == 1
+    assert n_kernels(kernel.source) == 1
 
 
 def test_producer_at_a_reduction_loop_of_its_consumer_row_sum():
@@ -1309,7 +1314,7 @@ def test_unscheduled_three_stage_computation():
     s = tc.create_schedule(Z)
     a, w, b = randn(45, 70), randn(70, 33), randn(33)
     kernel = build_check(s, [A, W, bias, Z], [a, w, b], F.silu(a @ w) + b)
-    assert kernel.source.count("@triton.jit") == 3
+    assert n_kernels(kernel.source) == 3
 
 
 def test_three_stage_chain_middle_fused_as_epilogue():
@@ -1319,7 +1324,7 @@ def test_three_stage_chain_middle_fused_as_epilogue():
     s[H].compute_at(s[C], ax["jo"])
     a, w, v = randn(20, 30), randn(30, 40), randn(40, 10)
     kernel = build_check(s, [A, W, V, O], [a, w, v], torch.relu(a @ w) @ v)
-    assert kernel.source.count("@triton.jit") == 2
+    assert n_kernels(kernel.source) == 2
 
 
 def test_row_range_two_reductions_at_the_row():

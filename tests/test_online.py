@@ -12,6 +12,8 @@ import torch
 
 import tilec as tc
 
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # conftest makes cuda the default device there
+
 
 def softmax(block, body=None, stats_dtype="float32", online=True, y_at=None):
     """Softmax with den = sum(body(X, mx)) (default exp(X - mx)) and den.online(mx)."""
@@ -167,7 +169,7 @@ def test_attention_matches_float64(causal, config):
     s, args = att.make(causal=causal, d=32, dtype="float16")
     kern = tc.build(s, args, config=config)
     for sizes in ({"Z": 1, "H": 2, "N": 45}, {"Z": 2, "H": 1, "N": 16}, {"Z": 1, "H": 1, "N": 1}):
-        q, k, v = att.inputs(sizes, "cpu", d=32, dtype=torch.float16)
+        q, k, v = att.inputs(sizes, DEVICE, d=32, dtype=torch.float16)
         out = kern(q, k, v).double()
         ref = att.reference(q, k, v, causal=causal).double()
         err = ((out - ref).norm() / ref.norm()).item()
@@ -188,7 +190,7 @@ def test_causal_attention_skips_the_masked_tiles():
 
 def test_skip_masked_false_runs_every_tile_and_propagates_nan_as_written():
     att = _attention()
-    q, k, v = att.inputs({"Z": 1, "H": 1, "N": 40}, "cpu", d=32, dtype=torch.float16)
+    q, k, v = att.inputs({"Z": 1, "H": 1, "N": 40}, DEVICE, d=32, dtype=torch.float16)
     v[0, 0, 39, 0] = float("nan")  # the last key: masked for every query but the last
     out = {}
     for skip in (True, False):

@@ -110,11 +110,13 @@ def test_a_call_with_an_empty_axis_keeps_the_loop():
     kern = tc.build(s, [X, R])
     torch.testing.assert_close(kern(torch.randn(3, 0)), torch.zeros(3))
     assert kern.program.plan.call_facts({"M": 3, "N": 0}) == ()
-    assert [tc.ir.expr.size_text(f) for f in kern.program.plan.call_facts({"M": 3, "N": 64})] == ["cdiv(N, 64) == 1"]
+    assert [tc.ir.expr.size_text(f) for f in kern.program.plan.call_facts({"M": 3, "N": 64})] == [
+        "N % 64 == 0", "cdiv(N, 64) == 1"]  # no mask, and no loop
+    assert [tc.ir.expr.size_text(f) for f in kern.program.plan.call_facts({"M": 3, "N": 65})] == []
     torch.testing.assert_close(kern(x := torch.randn(3, 64)), x.sum(1) * 2.0, rtol=1e-5, atol=1e-5)
     s2, X2, Y2 = softmax_schedule(64)
     facts = tc.build(s2, [X2, Y2]).program.plan.call_facts({"M": 3, "N": 64})
-    assert len(facts) == 1  # one fact, cdiv(N, 64) == 1, for mx's, den's and Y's loops
+    assert len(facts) == 2  # N % 64 == 0 and cdiv(N, 64) == 1, for mx's, den's and Y's loops alike
 
 
 def outer_producer(fg, fh, bind=True):
@@ -165,7 +167,7 @@ def test_rows_read_once_for_rmsnorm_and_rowscale():
         s, args = mod.make()
         src = tc.lower(s, {"BLOCK": block}, specialize={"N": 1000}).source()
         assert not loops(src) and src.count("tl.load(") == 1 + (mod is rmsnorm), mod.__name__  # + rmsnorm's w
-        xs = mod.inputs({"M": 6, "N": 1000}, "cpu")
+        xs = mod.inputs({"M": 6, "N": 1000}, "cuda" if torch.cuda.is_available() else "cpu")
         outs = tc.build(s, args, config={"BLOCK": block})(*xs)
         refs = mod.reference(*xs)
         for o, ref in zip(outs if isinstance(outs, tuple) else [outs], refs if isinstance(refs, tuple) else [refs]):

@@ -41,6 +41,7 @@ from tilec.ir.tensor import sizes_of
 from tilec.lower import targets
 from tilec.lower.code import Ex, Lit, LoopIndex, Name, Paren, f, paren
 from tilec.lower.nest import (
+    NAN_COMBINE,
     AccInit,
     Assign,
     Barrier,
@@ -807,17 +808,15 @@ class KernelBuilder(ValueEmitter):
             ident = (_IDENTITY if dtypes.is_float(acc_dtype) else _IDENTITY_INT)[red.op]
             body = f("tl.where({}, {}, " + ident + ")", self.expand(m, full), body)
         nan = red.op != "sum" and dtypes.is_float(acc_dtype)
-        if nan:  # tl.max/tl.min skip NaN; torch's amax/amin return it: carry a NaN flag
-            body = self.emit_stmt(f"{red.body.tensor.name.lower()}_vals" if isinstance(red.body, Load)
-                                  else "vals", body)
-            flag = f("({} != {}).to(tl.int32)", body, body)
         for d in sorted(rdims, key=full.index, reverse=True):
-            body = f(f"tl.{red.op}({{}}, axis={full.index(d)})", body)
-            if nan:
-                flag = f(f"tl.max({{}}, axis={full.index(d)})", flag)
+            if nan:  # tl.max/tl.min skip NaN; torch's amax/amin return it: a reduction whose combine keeps it
+                body = f(f"tl.reduce({{}}, {full.index(d)}, {NAN_COMBINE[red.op]})", body)
+            else:
+                body = f(f"tl.{red.op}({{}}, axis={full.index(d)})", body)
         if nan:
-            self.stmts.append(Comment(f"tl.{red.op} skips NaN, torch's a{red.op} returns it: a NaN in the tile wins"))
-            body = self.emit_stmt(f"tile_{name or x.name}", f('tl.where({} > 0, float("nan"), {})', flag, body))
+            self.stmts.append(Comment(f"tl.{red.op} skips NaN, torch's a{red.op} returns it: "
+                                      f"{NAN_COMBINE[red.op]} keeps it"))
+            body = self.emit_stmt(f"tile_{name or x.name}", body)
         if acc_dtype not in ("float32", "int32"):  # Python numbers in tl.where widen to float32 / int32
             body = f("{}.to(" + dtypes.triton_name(acc_dtype) + ")", Paren(body))
         return body
@@ -1019,4 +1018,5 @@ class KernelBuilder(ValueEmitter):
         return KernelIR(
             name=name, root=self.root.name, stages=self.stages, params=params,
             grid=grid, grid_text=[self.text(g) for g in grid], body=body, header=header, num_warps=warps,
-            outputs=self.stores, inputs=self.loads, persistent=self.persistent is not None)
+            outputs=self.stores, inputs=self.loads, persistent=self.persistent is not None,
+            fp_fusion=any(n in self.p.plan.online for n in self.stages))

@@ -23,6 +23,19 @@ from tilec.ir import dtypes
 from tilec.lower import targets
 from tilec.lower.code import CUDA, Ex, Form, Tanh, paren, render, walk
 
+# Module-level functions a kernel may call, written once before the kernels: tl.reduce's combine functions
+# for a max or min that keeps NaN as torch's amax/amin do (tl.max and tl.min drop it; max.NaN on the GPU).
+NAN_COMBINE = {"max": "_max_nan", "min": "_min_nan"}
+HELPERS = {
+    name: (f"@triton.jit\ndef {name}(a, b):\n    # {op} of a and b, NaN if either is (torch's a{op})\n"
+           f"    return tl.{op}imum(a, b, propagate_nan=tl.PropagateNan.ALL)\n")
+    for op, name in NAN_COMBINE.items()}
+
+
+def helpers(sources: list[str]) -> list[str]:
+    """The HELPERS that the rendered kernels `sources` call, in a fixed order."""
+    return [HELPERS[n] for n in HELPERS if any(f", {n})" in src for src in sources)]
+
 
 @dataclass(frozen=True)
 class Comment:
@@ -184,6 +197,9 @@ class KernelIR:
     outputs: list[str]      # tensors this kernel stores
     inputs: list[str]       # tensors it loads
     persistent: bool = False  # grid[0] is the tile count; min(it, #SMs) programs run them (a tile loop)
+    # FMA contraction allowed: a kernel with an online rewrite, whose rounding is the rewrite's anyway (tl.exp's
+    # x * log2(e) and a scaled score minus the max fuse); every other kernel rounds each operation as written
+    fp_fusion: bool = False
 
     @property
     def descriptors(self) -> list[Param]:

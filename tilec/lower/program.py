@@ -15,7 +15,7 @@ from tilec.ir.tensor import Tensor
 from tilec.lower import fusion, subtiles
 from tilec.lower.builder import KernelBuilder
 from tilec.lower.code import Form
-from tilec.lower.nest import KernelIR, render_nest, render_triton, uses_libdevice
+from tilec.lower.nest import KernelIR, helpers, render_nest, render_triton, uses_libdevice
 from tilec.plan.analysis import Analysis
 from tilec.plan.check import check_schedule
 from tilec.schedule.schedule import Schedule
@@ -187,7 +187,8 @@ class Program:
             head = ["import triton", "import triton.language as tl"]
             if self.uses_libdevice:
                 head.append("from triton.language.extra import libdevice")
-            self._source = "\n".join(head) + "\n\n\n" + "\n\n".join(render_triton(k, self.form) for k in self.kernels)
+            kernels = [render_triton(k, self.form) for k in self.kernels]
+            self._source = "\n".join(head) + "\n\n\n" + "\n\n".join(helpers(kernels) + kernels)
         return self._source
 
     def __str__(self) -> str:

@@ -332,23 +332,40 @@ class Plan:
         self.buffers = sorted(self.stored - set(out_names))
 
     def call_facts(self, sizes: dict) -> tuple:
-        """The facts a call's sizes add: `extent == 1` for each loop of the plan (of any stage, default
-        schedules included) whose extent depends on sizes and is 1 at `sizes`: the loops that run once in
-        that call (a loop of no iterations stays a loop). A kernel lowers once per distinct set (tilec/runtime/kernel.py), in which
-        those loops are no loops (`Layout`'s single leaves)."""
+        """The facts a call's sizes add, for each split of the plan (of any stage, default schedules
+        included) whose extent depends on sizes: `extent % factor == 0` where the factor divides it at
+        `sizes` (its tiles need no mask), and `cdiv(extent, factor) == 1` where its outer loop runs once
+        (a loop of no iterations stays a loop). A kernel lowers once per distinct set
+        (tilec/runtime/kernel.py), in which those masks are dropped and those loops are no loops
+        (`Layout`'s single leaves), as a tc.assume or a specialized size would have them."""
         out = {}
+
+        def value(e):
+            return substitute(e, lambda n: Const(self.config[n.knob_name], "int32") if isinstance(n, Knob) else None)
+
         for p in self.placed.values():
-            for a in p.layout.loops:
+            for rel in p.layout.stage.relations:
+                if not isinstance(rel, Split) or not any(isinstance(n, SizeVar) for n in walk(rel.parent.extent)):
+                    continue
+                try:
+                    extent = evaluate(rel.parent.extent, sizes | self.config)
+                except (KeyError, TilecError):
+                    continue
+                f = factor_value(rel.factor, self.config)
+                parent = value(rel.parent.extent)  # knobs at their values: a fact is of sizes and ints
+                if extent >= 1 and extent % f == 0:
+                    fact = Binary("==", Binary("%", parent, Const(f, "int32")), Const(0, "int32"))
+                    out.setdefault(size_text(fact), fact)
+            for a in p.layout.loops:  # any loop (a split's outer, a fused one, a whole axis) that runs once
                 if not any(isinstance(n, SizeVar) for n in walk(a.extent)):
                     continue
                 try:
                     trips = evaluate(a.extent, sizes | self.config)
                 except (KeyError, TilecError):
                     continue
-                if trips == 1:  # knobs at their values: a fact is of sizes and ints
-                    extent = substitute(a.extent, lambda n: Const(self.config[n.knob_name], "int32")
-                                        if isinstance(n, Knob) else None)
-                    out.setdefault(size_text(extent), Binary("==", extent, Const(1, "int32")))
+                if trips == 1:
+                    fact = Binary("==", value(a.extent), Const(1, "int32"))
+                    out.setdefault(size_text(fact), fact)
         return tuple(out[k] for k in sorted(out))
 
     def _tile(self, p: Placed, axis: IterVar):

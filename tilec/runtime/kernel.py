@@ -331,8 +331,9 @@ class Kernel:
                     static[p.name] = prog.config[p.name]
             if self.target == "cuda":
                 # No mul+add -> fma contraction: each float32 operation rounds as in the unfused
-                # program (and in eager PyTorch), which keeps fused kernels bit-compatible.
-                static["enable_fp_fusion"] = False
+                # program (and in eager PyTorch), which keeps fused kernels bit-compatible; but a kernel
+                # with an online rewrite (its rounding is the rewrite's) contracts (KernelIR.fp_fusion).
+                static["enable_fp_fusion"] = k.fp_fusion
             launches.append(_Launch(getattr(mod, k.name), grid, static, tensor_params, descs))
         out_shapes = [(list(x.shape), x.dtype) for x in outs]
         extents = tuple(_extent(x) for x in (*tensors, *outs))
