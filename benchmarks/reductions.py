@@ -3,7 +3,7 @@ kernels beside eager PyTorch, torch.compile and PyTorch's attention backends, in
 not a test).
 
     python benchmarks/reductions.py [--json out.json] [--quick] [--no-compile] [--compile-mode MODE]
-                                    [--only copy,softmax,rmsnorm,rowscale,attention]
+                                    [--only copy,softmax,rmsnorm,rowscale,attention,decode]
     python benchmarks/reductions.py --smoke --no-compile     # CPU, Triton's interpreter: runs, not speed
 
 First row: the device copy bandwidth, measured (`dst.copy_(src)` on 1 GiB of float32: bytes read and
@@ -18,6 +18,11 @@ Attention rows (bfloat16, Z=2 x H=16 heads, head dim 128, N = 1024, 4096, 8192, 
 tilec's configs, then scaled_dot_product_attention under the flash, cuDNN and math backends (math only
 for N <= 4096: it materializes the N x N scores). Each output is checked on its first two (z, h) pairs
 against a float32 attention computed there. TFLOP/s counts 4 * Z * H * N^2 * d, half of it when causal.
+
+Decode rows (--only decode): softmax float32 32 x 32768 with its statistics split over programs
+(softmax.make(split=True)) and with one program a row, RMSNorm 1 x 4096, and attention with one query
+and 32768 keys (Z=1 x H=32, d=128) split over the keys (attention.make(split=True), flash-decoding),
+its time as a share of the byte floor (K and V read once at the measured copy bandwidth) beside SDPA's.
 
 Times are triton.testing.do_bench medians after warm-up, inputs rotated past L2 (bench.py's bench).
 Ratios are anchor time / tilec time: above 1 means tilec is faster. With --smoke the sizes are tiny
@@ -225,6 +230,44 @@ def attention_row(sizes, d, causal, quick):
     return row
 
 
+DECODE_CONFIGS = [(64, 16, 3, 4), (128, 16, 3, 4), (64, 32, 3, 4), (128, 32, 2, 4), (64, 64, 3, 4), (128, 8, 3, 4),
+                  (64, 32, 4, 4), (32, 32, 3, 4)]
+
+
+def decode_row(sizes, d, quick, copy_tb_s):
+    """Decoding (one query, a long row of keys): tilec's split-KV attention (make(split=True): the key loop
+    in SPLIT parts, a combine kernel) against SDPA's backends, as a share of the byte floor (K and V read
+    once at the measured copy bandwidth)."""
+    z, h, m, n = sizes["Z"], sizes["H"], sizes["M"], sizes["N"]
+    name = f"attention decode {z}x{h} q{m} k{n} d={d}"
+    sets = B.input_sets(inputs_of(lambda s, dev: attention.inputs(s, dev, d=d)), sizes, DEVICE)
+    ref = attention_ref(*sets[0], False)
+    configs = [dict(BM=16, BN=bn, SPLIT=sp, stages=st, warps=w) for bn, sp, st, w in DECODE_CONFIGS[:2 if quick else None]]
+    records, best = best_config(name, lambda: attention.make(causal=False, d=d, split=True), configs, sets,
+                                lambda out: slice_error(out, ref))
+    nbytes = 2 * (2 * z * h * n * d + 2 * z * h * m * d)
+    row = {"workload": name, "sizes": sizes, "d": d, "causal": False, "bytes": nbytes, "configs": records}
+    if best is None:
+        row["error"] = "no config passed"
+        return row
+    t, config, err = best
+    row.update(tilec_us=t * 1e6, config=config, rel_error=err, tb_s=nbytes / t / 1e12)
+    if copy_tb_s:
+        row["floor_us"] = nbytes / (copy_tb_s * 1e12) * 1e6
+        row["floor_pct"] = 100 * row["floor_us"] / row["tilec_us"]
+    for backend in BACKENDS:
+        row.update(sdpa_anchor(backend, False, sets, ref, n if backend != "math" else m))
+        if f"{backend}_us" in row:
+            row[f"vs_{backend}"] = row[f"{backend}_us"] / row["tilec_us"]
+            if copy_tb_s:
+                row[f"{backend}_floor_pct"] = 100 * row["floor_us"] / row[f"{backend}_us"]
+            print(f"  {name}: {backend} {row[f'{backend}_us']:.1f} us, rel err {row[f'{backend}_rel_error']:.1e}",
+                  flush=True)
+        else:
+            print(f"  {name}: {backend} {row[f'{backend}_error']}", flush=True)
+    return row
+
+
 MEMORY_COLUMNS = [("tilec us", "tilec_us", "9.1f"), ("eager us", "eager_us", "9.1f"),
                   ("compile us", "compile_us", "10.1f"), ("x eager", "vs_eager", "7.2f"),
                   ("x compile", "vs_compile", "9.2f"), ("TB/s", "tb_s", "6.2f"), ("% copy", "copy_pct", "6.1f"),
@@ -232,6 +275,7 @@ MEMORY_COLUMNS = [("tilec us", "tilec_us", "9.1f"), ("eager us", "eager_us", "9.
 ATTENTION_COLUMNS = [("tilec us", "tilec_us", "9.1f"), ("flash us", "flash_us", "9.1f"),
                      ("cuDNN us", "cudnn_us", "9.1f"), ("math us", "math_us", "9.1f"), ("x flash", "vs_flash", "7.2f"),
                      ("x cuDNN", "vs_cudnn", "7.2f"), ("x math", "vs_math", "6.2f"), ("TFLOP/s", "tflops", "7.1f"),
+                     ("floor%", "floor_pct", "6.1f"), ("flash floor%", "flash_floor_pct", "6.1f"),
                      ("rel err", "rel_error", "8.1e")]
 
 
@@ -265,7 +309,7 @@ def main():
     ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     ap.add_argument("--json", help="write every row, all figures, to this path")
     ap.add_argument("--quick", action="store_true", help="the first two configs of each workload")
-    ap.add_argument("--only", help="comma-separated groups: copy, softmax, rmsnorm, rowscale, attention")
+    ap.add_argument("--only", help="comma-separated groups: copy, softmax, rmsnorm, rowscale, attention, decode")
     ap.add_argument("--no-compile", action="store_true")
     ap.add_argument("--compile-mode", default=None, help="torch.compile mode (default: its default mode)")
     ap.add_argument("--smoke", action="store_true", help="tiny sizes on the CPU through Triton's interpreter")
@@ -274,7 +318,7 @@ def main():
     want = lambda group: only is None or group in only
     cut = lambda cfgs: cfgs[:2] if a.quick else cfgs
     rows, copy_tb_s = [], None
-    if any(want(g) for g in ("copy", "softmax", "rmsnorm", "rowscale")):  # the memory rows' % needs it
+    if any(want(g) for g in ("copy", "softmax", "rmsnorm", "rowscale", "decode")):  # the rows' % needs it
         rows.append(copy_row())
         copy_tb_s = rows[-1]["tb_s"]
     softmax_shapes = [(8, 3000)] if a.smoke else [(4096, 4096), (16384, 8192)]
@@ -284,6 +328,18 @@ def main():
             rows.append(memory_row(name, softmax, lambda dt=dtype: softmax.make(dtype=str(dt).removeprefix("torch.")),
                                    lambda s, dev, dt=dtype: softmax.inputs(s, dev, dtype=dt), dict(M=m, N=n),
                                    cut(softmax_configs(n)), 2 * m * n * dtype.itemsize, a, copy_tb_s))
+    if want("decode"):  # few long rows: the statistics split over programs, then Y's programs over the row
+        m, n = (2, 3000) if a.smoke else (32, 32768)
+        split_cfgs = [{"BLOCK": b, "SPLIT": p, "warps": w} for b in (2048, 4096) for p in (8, 16, 32) for w in (4, 8)]
+        rows.append(memory_row(f"softmax float32 {m}x{n} split", softmax, lambda: softmax.make(split=True),
+                               softmax.inputs, dict(M=m, N=n), cut(split_cfgs), 8 * m * n, a, copy_tb_s))
+        rows.append(memory_row(f"softmax float32 {m}x{n} one program a row", softmax, softmax.make, softmax.inputs,
+                               dict(M=m, N=n), cut([{"BLOCK": 16384, "warps": w} for w in (8, 16)]), 8 * m * n, a,
+                               copy_tb_s))
+        rows.append(memory_row("rmsnorm bfloat16 1x4096", rmsnorm, rmsnorm.make, rmsnorm.inputs, dict(M=1, N=4096),
+                               cut([{"BLOCK": 4096, "warps": w} for w in (4, 8, 16)]), 2 * 3 * 4096, a, copy_tb_s))
+        dec = dict(Z=1, H=2, M=1, N=300) if a.smoke else dict(Z=1, H=32, M=1, N=32768)
+        rows.append(decode_row(dec, 64 if a.smoke else 128, a.quick, copy_tb_s))
     norm_cfgs = [{"BLOCK": 4096, "warps": w} for w in (4, 8, 16)] + [{"BLOCK": 2048, "warps": 8}]
     for m, n in ([(4, 3000)] if a.smoke else [(1024, 4096), (16384, 4096)]) if want("rmsnorm") else ():
         rows.append(memory_row(f"rmsnorm bfloat16 {m}x{n}", rmsnorm, rmsnorm.make, rmsnorm.inputs, dict(M=m, N=n),

@@ -1,6 +1,6 @@
 """Attention written naively, run as FlashAttention: one kernel, derived by the online rewrite.
 
-The compute is the textbook one, over batch x heads (Z x H), N queries and N keys, head dim D:
+The compute is the textbook one, over batch x heads (Z x H), M queries and N keys, head dim D:
     S[z, h, i, j] = sum_d Q[z, h, i, d] * K[z, h, j, d] * scale   (causal: -inf where j > i, tc.where)
     m[z, h, i]    = max_j S          l[z, h, i] = sum_j exp(S - m)
     P[z, h, i, j] = exp(S - m) / l   (rounded to bfloat16, as FlashAttention rounds P before P·V)
@@ -10,6 +10,11 @@ and the schedule makes it FlashAttention: a program per (query tile, z*h), the Q
 and `online(m, l)`: the max and the sum run in O's loop as running statistics, O's accumulator rescaled
 by exp(m_old - m_new), divided by l once at the end. Nothing is pattern-matched: tilec checks that the
 algebra holds (tilec/ir/online.py) and isl checks every other dependence on the rewritten loop.
+
+Causal, the loop runs only over the key tiles at or below the diagonal, and masks only the diagonal's
+(bounds from `j <= i` at the tiles' corners). For decoding (one query, a long row of keys: `split=True`),
+the key loop runs in SPLIT parts on a grid dimension of their own, each part's running statistics go to
+a workspace, and a combine kernel merges them in order (flash-decoding; deterministic).
 """
 
 import common
@@ -17,35 +22,35 @@ import torch
 
 import tilec as tc
 
-SIZES = [dict(Z=1, H=2, N=100), dict(Z=2, H=1, N=64), dict(Z=1, H=1, N=1), dict(Z=1, H=3, N=37)]
+SIZES = [dict(Z=1, H=2, M=100, N=100), dict(Z=2, H=1, M=64, N=64), dict(Z=1, H=1, M=1, N=1), dict(Z=1, H=3, M=37, N=37)]
 D = 64           # the head dimension of the examples (the H200 benchmark uses 128)
 SCALE = D ** -0.5
 CAUSAL = True
 
 
-def make(causal=CAUSAL, d=D, dtype="bfloat16", skip_masked=True):
-    Z, H, N = tc.size_vars("Z H N")
-    Q = tc.placeholder((Z, H, N, d), dtype, name="Q")
+def make(causal=CAUSAL, d=D, dtype="bfloat16", skip_masked=True, split=False):
+    Z, H, M, N = tc.size_vars("Z H M N")
+    Q = tc.placeholder((Z, H, M, d), dtype, name="Q")
     K = tc.placeholder((Z, H, N, d), dtype, name="K")
     V = tc.placeholder((Z, H, N, d), dtype, name="V")
     dd = tc.reduce_axis(d, name="dd")
-    S = tc.compute((Z, H, N, N), lambda z, h, i, j: tc.sum(Q[z, h, i, dd] * K[z, h, j, dd], axis=dd,
+    S = tc.compute((Z, H, M, N), lambda z, h, i, j: tc.sum(Q[z, h, i, dd] * K[z, h, j, dd], axis=dd,
                                                            acc_dtype="float32"), name="S", dtype="float32")
     scale = d ** -0.5
     if causal:
-        Sc = tc.compute((Z, H, N, N), lambda z, h, i, j: tc.where(j <= i, S[z, h, i, j] * scale, float("-inf")),
+        Sc = tc.compute((Z, H, M, N), lambda z, h, i, j: tc.where(j <= i, S[z, h, i, j] * scale, float("-inf")),
                         name="Sc")
     else:
-        Sc = tc.compute((Z, H, N, N), lambda z, h, i, j: S[z, h, i, j] * scale, name="Sc")
+        Sc = tc.compute((Z, H, M, N), lambda z, h, i, j: S[z, h, i, j] * scale, name="Sc")
     j1 = tc.reduce_axis(N, name="j1")
-    m = tc.compute((Z, H, N), lambda z, h, i: tc.max(Sc[z, h, i, j1], axis=j1), name="m")
+    m = tc.compute((Z, H, M), lambda z, h, i: tc.max(Sc[z, h, i, j1], axis=j1), name="m")
     j2 = tc.reduce_axis(N, name="j2")
-    l = tc.compute((Z, H, N), lambda z, h, i: tc.sum(tc.exp(Sc[z, h, i, j2] - m[z, h, i]), axis=j2),  # noqa: E741
+    l = tc.compute((Z, H, M), lambda z, h, i: tc.sum(tc.exp(Sc[z, h, i, j2] - m[z, h, i]), axis=j2),  # noqa: E741
                    name="l")
-    P = tc.compute((Z, H, N, N), lambda z, h, i, j: tc.exp(Sc[z, h, i, j] - m[z, h, i]) / l[z, h, i],
+    P = tc.compute((Z, H, M, N), lambda z, h, i, j: tc.exp(Sc[z, h, i, j] - m[z, h, i]) / l[z, h, i],
                    name="P", dtype=dtype)
     j = tc.reduce_axis(N, name="j")
-    O = tc.compute((Z, H, N, d), lambda z, h, i, e: tc.sum(P[z, h, i, j] * V[z, h, j, e], axis=j,  # noqa: E741
+    O = tc.compute((Z, H, M, d), lambda z, h, i, e: tc.sum(P[z, h, i, j] * V[z, h, j, e], axis=j,  # noqa: E741
                                                            acc_dtype="float32"), name="O", dtype=dtype)
 
     s = tc.create_schedule(O)
@@ -65,20 +70,23 @@ def make(causal=CAUSAL, d=D, dtype="bfloat16", skip_masked=True):
     s[S].compute_at(s[O], jo)
     s.cache_read(Q, "shared", readers=[S]).compute_at(s[O], io)   # the Q tile, once per program
     s[O].num_warps(tc.knob("warps", [4, 8]))
+    if split:  # decoding: the key loop in parts, each part's statistics merged in order by a combine kernel
+        s[O].split_k(jo, tc.knob("SPLIT", [4, 8, 16, 32, 64]))
     return s, [Q, K, V, O]
 
 
 def inputs(sizes, device, d=D, dtype=torch.bfloat16):
-    shape = (sizes["Z"], sizes["H"], sizes["N"], d)
-    return [common.randn(shape, dtype, device) for _ in range(3)]
+    z, h, n = sizes["Z"], sizes["H"], sizes["N"]
+    q = common.randn((z, h, sizes.get("M", n), d), dtype, device)
+    return [q, common.randn((z, h, n, d), dtype, device), common.randn((z, h, n, d), dtype, device)]
 
 
 def reference(q, k, v, causal=CAUSAL):
     qf, kf, vf = (t.double() for t in (q, k, v))
     s = qf @ kf.transpose(-1, -2) * q.shape[-1] ** -0.5
     if causal:
-        n = q.shape[2]
-        s = s.masked_fill(torch.ones(n, n, dtype=torch.bool, device=q.device).triu(1), float("-inf"))
+        m, n = q.shape[2], k.shape[2]
+        s = s.masked_fill(torch.ones(m, n, dtype=torch.bool, device=q.device).triu(1), float("-inf"))
     return (torch.softmax(s, -1) @ vf).to(q.dtype)
 
 

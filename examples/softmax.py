@@ -15,7 +15,7 @@ import tilec as tc
 SIZES = [dict(M=64, N=1024), dict(M=37, N=1000), dict(M=1, N=1), dict(M=5, N=3000)]
 
 
-def make(dtype="float32"):
+def make(dtype="float32", split=False):
     M, N = tc.size_vars("M N")
     X = tc.placeholder((M, N), dtype, name="X")
     c = tc.reduce_axis(N, name="c")
@@ -27,13 +27,21 @@ def make(dtype="float32"):
     s = tc.create_schedule(Y)
     r, col = Y.axis
     block = tc.knob("BLOCK", [1024, 2048, 4096, 8192, 16384])
-    s[Y].split(col, block)
+    colo, _ = s[Y].split(col, block)
     s[Y].bind(r, "program_id.0")
-    for T, axis in ((mx, c), (den, c2)):
-        s[T].split(axis, block)
-        s[T].compute_at(s[Y], r)
+    s[mx].split(c, block)
+    c2o, _ = s[den].split(c2, block)
     s[den].online(s[mx])
     s[Y].num_warps(tc.knob("warps", [4, 8, 16]))
+    if not split:
+        for T in (mx, den):
+            s[T].compute_at(s[Y], r)
+        return s, [X, Y]
+    # few long rows (decoding: 32 x 32768): the statistics in SPLIT parts of the row, on programs of their own,
+    # merged in order; then Y's programs each write a block of a row
+    s[den].bind(den.axis[0], "program_id.0")
+    s[den].split_k(c2o, tc.knob("SPLIT", [4, 8, 16, 32]))
+    s[Y].bind(colo, "program_id.1")
     return s, [X, Y]
 
 

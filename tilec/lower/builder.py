@@ -462,12 +462,16 @@ class KernelBuilder(ValueEmitter):
         x, lay = placed.stage, placed.layout
         if n == lay.first_reduce and x.tensor.is_reduction and self.split is not None and x is self.root:
             acc = self.acc_init(x, out)
+            online = self.online_init(placed, out, looped=True) if placed.online else None
             if self.split.mode == "partial":  # this program's chunk of the loop, its sum to the workspace
-                self.emit_reduce_loops(placed, loop_vars, defs, define, n, out, acc)
-                self.store_partial(x, acc, out)
+                self.emit_reduce_loops(placed, loop_vars, defs, define, n, out, acc, online)
+                self.store_partial(x, acc, out, online)
                 return
-            self.combine_partials(x, acc, out)  # the combine kernel: the parts' sums, in order
-            self.finish(x, Val(Name(acc[0]), acc[1], acc[2]), out)
+            self.combine_partials(x, acc, out, online)  # the combine kernel: the parts' sums, in order
+            result = Val(Name(acc[0]), acc[1], acc[2])
+            if online:
+                result = self.online_finish(placed, online, result, out, looped=False)
+            self.finish(x, result, out)
             return
         if n == lay.first_reduce and x.tensor.is_reduction:
             acc = self.acc_init(x, out)
@@ -511,8 +515,6 @@ class KernelBuilder(ValueEmitter):
         """The accumulators of the statistics `placed`'s loop carries (online), beside its own: the running
         max at -inf, each sum at 0, laid out over the target's tiles of their axes."""
         x = placed.stage
-        if self.split is not None:
-            raise LoweringError(f"online({x.name}) with split_k({x.name}): not both on one stage yet")
         form = self.p.plan.online[x.name]
         env = self.env[x.name]
         out.append(Comment(f"{', '.join(t.name for t in form.stats)}: online statistics of {x.name}'s loop "
@@ -531,8 +533,8 @@ class KernelBuilder(ValueEmitter):
             out.append(AccInit(name, "[" + ", ".join(self.dim_extent[d] for d in dims) + "]", init, "float32",
                                f"{name}[{', '.join(dims)}] = {init}  # float32 running {t.body.op} of {t.name}"))
             accs[t.name] = (name, dims, "float32")
-        if looped and form.mask is not None and x.online_skip:
-            self._online_bounds(placed, form, out)
+        if looped and form.mask is not None and x.online_skip and self.split is None:
+            self._online_bounds(placed, form, out)  # (split_k: every tile of the chunk, masked)
         return accs
 
     def _online_bounds(self, placed: Placed, form, out: list) -> None:
@@ -891,23 +893,30 @@ class KernelBuilder(ValueEmitter):
         mask = self.combine(" & ".join(["{}"] * len(masks)), masks, "bool", order=addr.dims).code if masks else None
         return addr, mask
 
-    def store_partial(self, x: Stage, acc, out: list) -> None:
+    def store_partial(self, x: Stage, acc, out: list, online=None) -> None:
         """split_k's partial kernel: this part's sum of the tile, to its slice of the workspace (or added
-        to the one sum with an atomic, deterministic=False)."""
+        to the one sum with an atomic, deterministic=False); an online loop's statistics too, each to its
+        workspace (the sum is as the loop left it: rescaled to this part's max, not divided)."""
         name, dims, dtype = acc
         ws = self.split.workspace
         atomic = not self.split.deterministic
-        addr, mask = self._tile_in(x, ws, None if atomic else Name(self.part))
-        if ws.name not in self.stores:
-            self.stores.append(ws.name)
-        axes = ", ".join(a.name for a in x.tensor.axis)
-        out.append(Store(addr.code, self.expand(Val(Name(name), dims, dtype), addr.dims, full=True), mask,
-                         f"{ws.name}[{'' if atomic else 'part, '}{axes}] {'+=' if atomic else '='} {name}  # "
-                         f"{'atomic add' if atomic else 'store'}, {dtype}", atomic=atomic))
+        for st, w, (n, d, t) in [(x, ws, acc)] + [(self.placed[s].stage, sws, online[s]) for s, sws in self.split.stats]:
+            addr, mask = self._tile_in(st, w, None if atomic else Name(self.part))
+            if w.name not in self.stores:
+                self.stores.append(w.name)
+            axes = ", ".join(a.name for a in st.tensor.axis)
+            out.append(Store(addr.code, self.expand(Val(Name(n), d, t), addr.dims, full=True), mask,
+                             f"{w.name}[{'' if atomic else 'part, '}{axes}] {'+=' if atomic else '='} {n}  # "
+                             f"{'atomic add' if atomic else 'store'}, {t}", atomic=atomic))
 
-    def combine_partials(self, x: Stage, acc, out: list) -> None:
+    def combine_partials(self, x: Stage, acc, out: list, online=None) -> None:
         """split_k's combine kernel: the parts' sums of the tile added in order, part 0 first (or the one
-        atomic sum loaded), into the accumulator; the stage is rounded and its epilogue runs after."""
+        atomic sum loaded), into the accumulator; the stage is rounded and its epilogue runs after. For an
+        online loop, the parts' states are merged in order as its tiles were: the max of the maxes, every
+        sum rescaled to it (flash-decoding's combine)."""
+        if online:
+            self._merge_online_parts(x, acc, online, out)
+            return
         name, dims, dtype = acc
         ws = self.split.workspace
         if ws.name not in self.loads:
@@ -926,6 +935,42 @@ class KernelBuilder(ValueEmitter):
         tile = self.expand(Val(Name(part_tile), addr.dims, dtype), dims, full=True)  # in the accumulator's order
         out.append(Update(name, f("{} + {}", Name(name), tile),
                           f"{name}[{', '.join(dims)}] += {part_tile}" if part else f"{name} += {part_tile}"))
+        self.stmts = saved
+
+    def _merge_online_parts(self, x: Stage, acc, accs: dict, out: list) -> None:
+        """The combine kernel of an online loop's split_k: for each part in order, its max m_p, sums l_p and
+        the target's sum r_p: m = max(m, m_p); every sum s = s * exp(m_old - m) + s_p * exp(m_p - m)."""
+        form = self.p.plan.online[x.name]
+        part = self.fresh("part")
+        loop = For(part, self._parts(), self.split.parts_text, "serial", None,
+                   f"{x.name}: the split_k parts' states merged in order (online: rescaled to the running max)")
+        out.append(loop)
+        body = loop.body
+        saved, self.stmts = self.stmts, body
+        tiles = {}
+        for st, w, (_, _, t) in [(x, self.split.workspace, acc)] + \
+                [(self.placed[s].stage, sws, accs[s]) for s, sws in self.split.stats]:
+            if w.name not in self.loads:
+                self.loads.append(w.name)
+            addr, mask = self._tile_in(st, w, LoopIndex(part))
+            tile = self.fresh(f"{w.name.lower()}_tile")
+            body.append(LoadTile(tile, addr.code, mask, f"{tile} = {w.name}[{part}, ...]"))
+            tiles[st.name] = Val(Name(tile), addr.dims, t)
+        m = form.max.name
+        m_acc, m_dims, _ = accs[m]
+        mp = Val(self.expand(tiles[m], m_dims), m_dims, "float32")
+        new = self.emit_stmt(f"{m}_new", f("tl.maximum({}, {}, propagate_nan=tl.PropagateNan.ALL)", Name(m_acc), mp.code),
+                             f"{m}_new = max({m_acc}, {m}_part[{part}])")
+        body.append(Comment("a max still -inf subtracts 0 instead: exp(-inf - -inf) would be NaN"))
+        safe = self.emit_stmt(f"{m}_safe", f('tl.where({} == float("-inf"), 0.0, {})', new, new))
+        old_scale = Val(self.emit_stmt(f"alpha_{m}", f("tl.exp({} - {})", Name(m_acc), safe)), m_dims, "float32")
+        part_scale = Val(self.emit_stmt(f"beta_{m}", f("tl.exp({} - {})", mp.code, safe)), m_dims, "float32")
+        for name, (n, d, t) in [(s, accs[s]) for s in (t.name for t in form.sums)] + [(x.name, acc)]:
+            tile = Val(self.expand(tiles[name], d), d, t)
+            body.append(Update(n, f("{} * {} + {} * {}", Name(n), self.expand(old_scale, d), tile.code,
+                                    self.expand(part_scale, d)),
+                               f"{n}[{', '.join(d)}] = {n} * alpha_{m} + {name}_part[{part}] * beta_{m}"))
+        body.append(Update(m_acc, new, f"{m_acc} = {new.id}"))
         self.stmts = saved
 
     def compute(self, x: Stage, out: list) -> None:

@@ -37,6 +37,7 @@ class SplitK:
     deterministic: bool
     dim: int
     workspace: Tensor
+    stats: tuple = ()  # online statistics of the loop: (their stage name, their workspace of partial states)
 
     def as_mode(self, mode: str) -> SplitK:
         return dataclasses.replace(self, mode=mode)
@@ -116,7 +117,20 @@ class Program:
         shape = tuple(st.tensor.shape) if not deterministic else (_as_expr(parts),) + tuple(st.tensor.shape)
         ws = Tensor(name, shape, red.dtype)
         self.workspaces[name] = (ws, not deterministic)
-        return SplitK("", axis, _as_expr(parts), str(factor_value(parts, self.config)), deterministic, free[0], ws)
+        stats = []
+        if st.name in self.plan.online:  # each part's running statistics too, merged in order by the combine
+            if not deterministic:
+                raise LoweringError(f"{what}: an online loop's parts are merged by rescaling (max, then sums), "
+                                    f"which atomics cannot do; split_k it deterministically")
+            for t in self.plan.online[st.name].stats:
+                sname, n = f"{t.name}_part", 1
+                while sname in self.sched.tensors or sname in self.workspaces:
+                    sname, n = f"{t.name}_part{n}", n + 1
+                sws = Tensor(sname, (_as_expr(parts),) + tuple(t.shape), "float32")
+                self.workspaces[sname] = (sws, False)
+                stats.append((t.name, sws))
+        return SplitK("", axis, _as_expr(parts), str(factor_value(parts, self.config)), deterministic, free[0], ws,
+                      tuple(stats))
 
     def _kernel(self, root, split=None) -> KernelIR:
         """The loop-nest IR of one kernel; a sub-tiled tile is built piece by piece and merged (subtiles.py)."""
