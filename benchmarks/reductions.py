@@ -157,10 +157,11 @@ def memory_row(name, mod, make, inputs, sizes, configs, nbytes, opts, copy_tb_s)
 
 
 def softmax_configs(n):
-    """The row-resident form (BLOCK = next power of two >= N, warps 4, 8, 16), then the looped two-pass
-    form (BLOCK 2048 and 4096 where smaller than N, warps 4 and 8)."""
+    """The row-resident form (BLOCK = next power of two >= N, warps 4, 8, 16; 2 and 4 rows a program), then
+    the looped two-pass form (BLOCK 2048 and 4096 where smaller than N, warps 4 and 8)."""
     resident = max(1024, 1 << (n - 1).bit_length())
     out = [{"BLOCK": resident, "warps": w} for w in (4, 8, 16)]
+    out += [{"BLOCK": resident, "ROWS": r, "warps": w} for r in (2, 4) for w in (8, 16)]  # rows per program
     return out + [{"BLOCK": b, "warps": w} for b in (2048, 4096) if b < n for w in (4, 8)]
 
 
@@ -341,6 +342,7 @@ def main():
         dec = dict(Z=1, H=2, M=1, N=300) if a.smoke else dict(Z=1, H=32, M=1, N=32768)
         rows.append(decode_row(dec, 64 if a.smoke else 128, a.quick, copy_tb_s))
     norm_cfgs = [{"BLOCK": 4096, "warps": w} for w in (4, 8, 16)] + [{"BLOCK": 2048, "warps": 8}]
+    norm_cfgs += [{"BLOCK": 4096, "ROWS": r, "warps": w} for r in (2, 4) for w in (4, 8, 16)]
     for m, n in ([(4, 3000)] if a.smoke else [(1024, 4096), (16384, 4096)]) if want("rmsnorm") else ():
         rows.append(memory_row(f"rmsnorm bfloat16 {m}x{n}", rmsnorm, rmsnorm.make, rmsnorm.inputs, dict(M=m, N=n),
                                cut(norm_cfgs), 2 * (2 * m * n + n), a, copy_tb_s))

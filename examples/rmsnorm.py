@@ -1,4 +1,4 @@
-"""RMSNorm: Y[r, c] = X[r, c] * rsqrt(mean_c X[r, c]^2 + eps) * w[c], one program per row.
+"""RMSNorm: Y[r, c] = X[r, c] * rsqrt(mean_c X[r, c]^2 + eps) * w[c], ROWS rows per program.
 
 The sum of squares `ss` is a producer computed at Y's row (its own loop over column tiles, float32);
 Y then loops over the same row again to normalize. One kernel, Y written once; X read twice, or once
@@ -27,10 +27,12 @@ def make():
 
     s = tc.create_schedule(Y)
     r, col = Y.axis
+    ro, ri = s[Y].split(r, tc.knob("ROWS", [1, 2, 4]))  # rows per program: w's tile serves them all
     co, ci = s[Y].split(col, tc.knob("BLOCK", [1024, 2048, 4096, 8192]))
-    s[Y].bind(r, "program_id.0")
+    s[Y].reorder(ro, co, ri, ci)
+    s[Y].bind(ro, "program_id.0")
     s[ss].split(c, tc.knob("BLOCK", [1024, 2048, 4096, 8192]))
-    s[ss].compute_at(s[Y], r)
+    s[ss].compute_at(s[Y], ro)
     s[Y].num_warps(tc.knob("warps", [4, 8, 16]))
     return s, [X, w, Y]
 

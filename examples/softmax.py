@@ -27,16 +27,20 @@ def make(dtype="float32", split=False):
     s = tc.create_schedule(Y)
     r, col = Y.axis
     block = tc.knob("BLOCK", [1024, 2048, 4096, 8192, 16384])
-    colo, _ = s[Y].split(col, block)
-    s[Y].bind(r, "program_id.0")
     s[mx].split(c, block)
     c2o, _ = s[den].split(c2, block)
     s[den].online(s[mx])
     s[Y].num_warps(tc.knob("warps", [4, 8, 16]))
-    if not split:
+    if not split:  # ROWS rows per program, each row's statistics at the program
+        ro, ri = s[Y].split(r, tc.knob("ROWS", [1, 2, 4]))
+        colo, _ = s[Y].split(col, block)
+        s[Y].reorder(ro, colo, ri)
+        s[Y].bind(ro, "program_id.0")
         for T in (mx, den):
-            s[T].compute_at(s[Y], r)
+            s[T].compute_at(s[Y], ro)
         return s, [X, Y]
+    colo, _ = s[Y].split(col, block)
+    s[Y].bind(r, "program_id.0")
     # few long rows (decoding: 32 x 32768): the statistics in SPLIT parts of the row, on programs of their own,
     # merged in order; then Y's programs each write a block of a row
     s[den].bind(den.axis[0], "program_id.0")

@@ -659,10 +659,10 @@ class KernelBuilder(ValueEmitter):
                                                 Name(m_acc), tile),
                              f"{m.name}_new[{', '.join(m_dims)}] = max({m_acc}, max over tile [{', '.join(rdims)}] "
                              f"of {form.members[m.name].body!r})")
-        out.append(Comment("a max still -inf subtracts 0 instead: exp(-inf - -inf) would be NaN"))
-        safe = self.emit_stmt(f"{m.name}_safe", f('tl.where({} == float("-inf"), 0.0, {})', new, new))
-        alpha = None
+        safe, alpha = new, None  # one tile: a max of -inf makes the row NaN, as the naive compute does
         if looped:
+            out.append(Comment("a max still -inf subtracts 0 instead: exp(-inf - -inf) would be NaN"))
+            safe = self.emit_stmt(f"{m.name}_safe", f('tl.where({} == float("-inf"), 0.0, {})', new, new))
             alpha = Val(self.emit_stmt(f"alpha_{m.name}", f("tl.exp({} - {})", Name(m_acc), safe),
                                        f"alpha_{m.name} = exp({m_acc} - {m.name}_new)"), m_dims, "float32")
         # the members read the max as its running value
