@@ -173,3 +173,16 @@ def test_rows_read_once_for_rmsnorm_and_rowscale():
         for o, ref in zip(outs if isinstance(outs, tuple) else [outs], refs if isinstance(refs, tuple) else [refs]):
             err = ((o.double() - ref.double()).norm() / ref.double().norm()).item()
             assert err < 0.15 and not math.isnan(err), (mod.__name__, err)  # fp8/bf16 through the interpreter
+
+
+def test_source_for_shows_what_a_call_with_those_sizes_runs():
+    s, X, Y = softmax_schedule(1024)
+    kern = tc.build(s, [X, Y])
+    assert loops(kern.source) == 3  # no size known: the loops over column tiles
+    assert loops(kern.source_for(M=4, N=1000)) == 0  # a row of 1000 fits the tile of 1024
+    assert "mask_c" not in kern.source_for(M=4, N=2048) and loops(kern.source_for(M=4, N=2048)) == 3
+    x = torch.randn(4, 1000)
+    kern(x)
+    assert ran_program(kern).source() == kern.source_for(M=4, N=1000)
+    with pytest.raises(tc.ArgumentError, match="size N must be an int"):
+        kern.source_for(N=-1)

@@ -112,8 +112,18 @@ class Kernel:
 
     @property
     def source(self) -> str:
-        """The Triton module this kernel runs (32-bit index form)."""
+        """The Triton module this kernel runs (32-bit index form), for sizes that make no loop run once
+        and no tile divide its extent; `source_for(**sizes)` for given sizes."""
         return self.program.source()
+
+    def source_for(self, **sizes: int) -> str:
+        """The Triton module a call with these sizes runs (32-bit index form): lowered under the facts the
+        sizes give (`Plan.call_facts`: the loops that run once are no loops, the masks the tiles make
+        unneeded are gone), as a call lowers it. `kernel.source_for(M=64, N=4096)`."""
+        for name, value in sizes.items():
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ArgumentError(f"source_for: size {name} must be an int >= 0, got {value!r}")
+        return self._program(False, True, self.program.plan.call_facts(dict(sizes))).source()
 
     def lower(self) -> Program:
         return self.program

@@ -220,7 +220,7 @@ class Tuned:
         if k is None:
             raise ArgumentError(f"no kernel of the plan serves {full}; the mix has "
                                 f"{', '.join(ShapeMix.key(s) for s, _ in self.mix)}")
-        return k.source
+        return k.source_for(**full)
 
     def trials(self) -> list[dict]:
         """Every trial: its config, state, weighted time, per-shape times, failure or pruning reason."""
