@@ -251,5 +251,5 @@ def test_the_tuner_searches_the_row_knobs_like_any_other():
     assert len(done) >= 3 and all(set(t["times"]) == {"M=4,N=1000", "M=2,N=3000"} for t in done)
     x = torch.randn(4, 1000, device=DEVICE)
     torch.testing.assert_close(tuned(x), torch.softmax(x, 1), rtol=1e-5, atol=1e-6)
-    block = tuned.plan.configs["M=4,N=1000"]["BLOCK"]  # every choice is >= 1000: the row fits one tile
+    block = tuned.chosen.configs["M=4,N=1000"]["BLOCK"]  # every choice is >= 1000: the row fits one tile
     assert block >= 1000 and "tl.range(" not in tuned.source(M=4, N=1000).split("def Y_kernel")[1]
