@@ -253,3 +253,63 @@ def test_the_tuner_searches_the_row_knobs_like_any_other():
     torch.testing.assert_close(tuned(x), torch.softmax(x, 1), rtol=1e-5, atol=1e-6)
     block = tuned.chosen.configs["M=4,N=1000"]["BLOCK"]  # every choice is >= 1000: the row fits one tile
     assert block >= 1000 and "tl.range(" not in tuned.source(M=4, N=1000).split("def Y_kernel")[1]
+
+
+# --- fuzz finds (helper's online family, seeds 8000331 and 8201491): regression tests first -----------------
+
+def _logsumexp(block):
+    X, (c, c2), mx, den, _ = computes.softmax()
+    Z = tc.compute(mx.shape, lambda r: tc.log(den[r]) + mx[r], name="Z")
+    s = tc.create_schedule([Z])
+    s[Z].bind(Z.axis[0], "program_id.0")
+    s[mx].split(c, block)
+    s[den].split(c2, block)
+    s[mx].compute_at(s[Z], Z.axis[0])
+    s[den].compute_at(s[Z], Z.axis[0])
+    s[den].online(s[mx])
+    return s, X, den, Z
+
+
+@pytest.mark.parametrize("n", [10, 40])
+def test_a_row_whose_max_is_minus_inf_gives_nan_as_written(n):
+    """Fuzz seed 8000331: a row of -inf has max -inf, and the naive sum of exp(-inf - -inf) is NaN. The looped
+    online form's guard (a max still -inf subtracts 0) made the sum 0 there, so log(sum) + max was -inf: the
+    answer depended on whether the row fit one tile."""
+    s, X, den, Z = _logsumexp(16)
+    kern = tc.build(s, [X, Z, den])
+    x = torch.randn(3, n, device=DEVICE)
+    x[0] = float("-inf")
+    x[2, : n // 2] = float("-inf")  # the first tiles all -inf, then finite: exact, not NaN
+    z, d = kern(x)
+    xd = x.double()
+    mx = xd.amax(1, keepdim=True)
+    want_d = torch.exp(xd - mx).sum(1)  # NaN in row 0, as written
+    assert torch.equal(d.isnan(), want_d.isnan()) and d[0].isnan() and z[0].isnan()
+    torch.testing.assert_close(d[1:].double(), want_d[1:], rtol=1e-5, atol=0)
+    torch.testing.assert_close(z[1:].double(), torch.logsumexp(xd[1:], 1), rtol=1e-5, atol=1e-6)
+
+
+def test_masked_online_loop_inside_a_serial_spatial_loop():
+    """Fuzz seed 8201491: the online loop's tile bounds (from its where()) were assigned after the serial
+    loop that encloses the online loop (emit_stmt wrote to the stage's statements, not the loop's), so the
+    kernel read them before they were set (UnboundLocalError, NameError when compiled)."""
+    M, N = tc.size_vars("M N")
+    X = tc.placeholder((M, M), "float32", name="X")
+    V = tc.placeholder((M, N), "float32", name="V")
+    k = tc.reduce_axis(M, name="k")
+    m = tc.compute((M,), lambda i: tc.max(tc.where(k <= i, X[i, k], float("-inf")), axis=k), name="m")
+    k1 = tc.reduce_axis(M, name="k1")
+    O = tc.compute((M, N), lambda i, j: tc.sum(tc.exp(tc.where(k1 <= i, X[i, k1], float("-inf")) - m[i]) * V[k1, j],
+                                               axis=k1), name="O")
+    s = tc.create_schedule([O])
+    i, j = O.axis
+    io, ii = s[O].split(i, 16)
+    jo, ji = s[O].split(j, 16)
+    ko, ki = s[O].split(O.reduce_axis[0], 16)
+    s[O].reorder(io, jo, ko, ii, ji, ki)  # jo: a serial spatial loop around the online loop over ko
+    s[O].bind(io, "program_id.0")
+    s[O].online(s[m])
+    x, v = torch.randn(40, 40, device=DEVICE), torch.randn(40, 33, device=DEVICE)
+    xd = x.double().masked_fill(torch.ones(40, 40, dtype=torch.bool, device=DEVICE).triu(1), float("-inf"))
+    want = torch.exp(xd - xd.amax(1, keepdim=True)) @ v.double()
+    torch.testing.assert_close(tc.build(s, [X, V, O])(x, v).double(), want, rtol=1e-5, atol=1e-5)

@@ -470,7 +470,7 @@ class KernelBuilder(ValueEmitter):
             self.combine_partials(x, acc, out, online)  # the combine kernel: the parts' sums, in order
             result = Val(Name(acc[0]), acc[1], acc[2])
             if online:
-                result = self.online_finish(placed, online, result, out, looped=False)
+                result = self.online_finish(placed, online, result, out, looped=False, guarded=True)
             self.finish(x, result, out)
             return
         if n == lay.first_reduce and x.tensor.is_reduction:
@@ -534,7 +534,9 @@ class KernelBuilder(ValueEmitter):
                                f"{name}[{', '.join(dims)}] = {init}  # float32 running {t.body.op} of {t.name}"))
             accs[t.name] = (name, dims, "float32")
         if looped and form.mask is not None and x.online_skip and self.split is None:
+            saved, self.stmts = self.stmts, out  # the bounds go here, before the loop (fuzz seed 8201491)
             self._online_bounds(placed, form, out)  # (split_k: every tile of the chunk, masked)
+            self.stmts = saved
         return accs
 
     def _online_bounds(self, placed: Placed, form, out: list) -> None:
@@ -676,17 +678,34 @@ class KernelBuilder(ValueEmitter):
         out.append(Update(m_acc, new, f"{m_acc}[{', '.join(m_dims)}] = {new.id}"))
         self.stmts = saved
 
-    def online_finish(self, placed: Placed, accs: dict, result: Val, out: list, looped: bool) -> Val:
+    def online_finish(self, placed: Placed, accs: dict, result: Val, out: list, looped: bool,
+                      guarded: bool | None = None) -> Val:
         """After the online loop: each statistic's final value (rounded, stored, kept for its readers), and
-        the target's sum divided by the sum statistics it divides by."""
+        the target's sum divided by the sum statistics it divides by. `guarded` (default: `looped`): the
+        sums were computed with the -inf guard (a loop, or split_k's merge), so where the final max is
+        -inf (every term exp(-inf - -inf), NaN as written) they are made NaN, as the naive compute has them."""
         x = placed.stage
         form = self.p.plan.online[x.name]
+        guarded = looped if guarded is None else guarded
+        m_acc, m_dims, _ = accs[form.max.name]
+        nan_where = None
+        if guarded:
+            out.append(Comment("a row whose max is -inf: every term is exp(-inf - -inf), NaN as written"))
+            saved, self.stmts = self.stmts, out
+            nan_where = Val(self.emit_stmt(f"{form.max.name}_none", f('{} == float("-inf")', Name(m_acc))),
+                            m_dims, "bool")
+            self.stmts = saved
         for st in placed.online:
             t = st.stage.tensor
             name, dims, dtype = accs[t.name]
             value = f("{} + 0.0", Name(name)) if looped else Name(name)  # one use of a loop's result (above)
+            if nan_where is not None and t is not form.max:
+                value = f('tl.where({}, float("nan"), {})', self.expand(nan_where, dims), value)
             out.append(Comment(f"{t.name} computed in {x.name}'s loop (online)"))
             self.finish(st.stage, Val(value, dims, dtype), out)
+        if nan_where is not None:
+            result = Val(f('tl.where({}, float("nan"), {})', self.expand(nan_where, result.dims), result.code),
+                         result.dims, result.dtype)
         for t in form.members[x.name].divisors:
             val = self.in_scope(t.name)[0]
             result = Val(f("{} / {}", Paren(result.code), self.expand(val, result.dims)), result.dims, result.dtype)
