@@ -313,3 +313,28 @@ def test_masked_online_loop_inside_a_serial_spatial_loop():
     xd = x.double().masked_fill(torch.ones(40, 40, dtype=torch.bool, device=DEVICE).triu(1), float("-inf"))
     want = torch.exp(xd - xd.amax(1, keepdim=True)) @ v.double()
     torch.testing.assert_close(tc.build(s, [X, V, O])(x, v).double(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_row_of_minus_inf_in_a_reduction_that_runs_once_inside_a_spatial_loop():
+    """Fuzz seed 8500892: the target's reduction loop ran once (no loop) inside a serial spatial loop; the
+    update took the -inf guard (it looked for any loop), the finish did not (it looked at the reduction's),
+    so a row of -inf gave a sum of 0, not NaN."""
+    M, N, K = tc.size_vars("M N K")
+    X = tc.placeholder((M, N), "float32", name="X")
+    V = tc.placeholder((N, K), "float32", name="V")
+    k = tc.reduce_axis(N, name="k")
+    m = tc.compute((M,), lambda i: tc.max(X[i, k], axis=k), name="m")
+    k1 = tc.reduce_axis(N, name="k1")
+    O = tc.compute((M, K), lambda i, j: tc.sum(tc.exp(X[i, k1] - m[i]) * V[k1, j], axis=k1), name="O")
+    s = tc.create_schedule([O])
+    i, j = O.axis
+    s[O].bind(i, "program_id.0")  # j: a serial loop of K iterations, one element each
+    s[O].split(k1, 64)             # runs once for N <= 64
+    s[O].online(s[m])
+    x, v = torch.randn(3, 40, device=DEVICE), torch.randn(40, 5, device=DEVICE)
+    x[1] = float("-inf")
+    out = tc.build(s, [X, V, O])(x, v)
+    xd = x.double()
+    ref = torch.exp(xd - xd.amax(1, keepdim=True)) @ v.double()
+    assert torch.equal(out.isnan(), ref.isnan()) and out[1].isnan().all()
+    torch.testing.assert_close(out[[0, 2]].double(), ref[[0, 2]], rtol=1e-5, atol=1e-5)

@@ -649,7 +649,7 @@ class KernelBuilder(ValueEmitter):
         form = self.p.plan.online[x.name]
         env = self.env[x.name]
         red: Reduce = x.tensor.body
-        looped = bool(placed.layout.loops)
+        looped = placed.layout.first_reduce < len(placed.layout.loops)  # reduction loops, not just any loop
         rdims = self._order({d for a in red.axes for d in env[a].dims})
         m = form.max
         m_acc, m_dims, _ = accs[m.name]
