@@ -360,3 +360,36 @@ def test_oracle_float16_sum_allows_the_rounding_of_subnormal_terms():
     assert oracle.compare("R", torch_sum, ref) == []
     assert torch.sigmoid(x).double().sum() > 2 * torch_sum.double().sum()  # the case is not a trivial one
     assert oracle.compare("R", torch_sum * 0 + 1e-3, ref) != []  # a wrong value is still wrong
+
+
+def test_online_family_cases():
+    """fam_online (gen.ONLINE_SHARE of the seeds, chosen by a stream of their own): its cases reproduce from
+    their text, many of them build an online loop, and a coefficient (V, w) gets no NaN, infinity or -inf
+    rows where an online call may skip masked tiles (skip_masked=True over a where()): there the kernel
+    does not see what the naive compute does (Stage.online's docstring)."""
+    import random
+
+    seeds = [s for s in range(5000) if random.Random(gen.seed_mix(s)).random() < gen.ONLINE_SHARE][:16]
+    assert 300 < len([s for s in range(5000) if random.Random(gen.seed_mix(s)).random() < gen.ONLINE_SHARE]) < 900
+    built = 0
+    for seed in seeds:
+        case, _ = gen.generate(seed)
+        assert case.family == "online" and case.error is None, (seed, case.error)
+        ns = gen.exec_case(case)
+        built += any(st.online_stats for st in ns["s"].stages.values())
+        calls = [x.code for x in case.sched if ".online(" in x.code]
+        if "float('-inf')" in "\n".join(case.compute) and any("False" not in c for c in calls):
+            for name in ("V", "w"):
+                spec = case.inputs.get(name, {})
+                assert not {"special", "ninf_rows", "ninf_prefix"} & set(spec), (seed, name, spec)
+    assert built >= len(seeds) // 3, built
+
+
+def test_inputs_with_rows_of_minus_inf():
+    gen_ = torch.Generator().manual_seed(3)
+    x, _ = oracle.make_input([6, 9], "float32", {"ninf_rows": 1.0}, gen_)
+    assert torch.isneginf(x).all()
+    x, _ = oracle.make_input([64, 9], "float32", {"ninf_prefix": 1.0}, gen_)
+    neg = torch.isneginf(x)
+    assert neg.any() and not neg.all()
+    assert torch.equal(neg, neg.cummin(dim=1).values)  # a prefix of each row, nothing after a finite value

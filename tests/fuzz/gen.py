@@ -10,11 +10,18 @@ constant index: out of range they read 0, as docs/schedule.md says), bool and in
 (comparisons, `&`, `|`, `~`, `b + 1`, `//`, `%`), float16 / bfloat16 / float32 values and rounding points
 (`astype`, compute dtypes), reductions over one or two axes (sum / max / min), GEMMs with transposed
 operands, multi-stage DAGs (softmax / rmsnorm / layernorm shapes, two consumers of one producer), symbolic
-and constant sizes (also 1 and sizes that divide no tile), `tc.assume` facts and `specialize`.
+and constant sizes (also 1 and sizes that divide no tile), `tc.assume` facts and `specialize`. `fam_online`
+(ONLINE_SHARE of the seeds, decided apart from the case's own random stream, so the other seeds' cases are
+as before): a row max `m`, `l = sum(exp(A - m))` and a softmax, logsumexp or weighted sum (P·V) over them,
+with causal-style `tc.where(j <= i, x, -inf)` operands, scores from a GEMM, elementwise stages between
+(inlined or not), rounding points inside the summands, bodies that break the online algebra, statistics
+stored as outputs, and -inf rows / row prefixes in the inputs.
 
 Schedules: random sequences of every primitive with random arguments (ints and knobs, powers of two or
 not, larger than the extent), mixed with "sensible" moves (tile + reorder + bind, epilogues, prologues,
-caches), so that both refusals and deep legal schedules are exercised. A primitive that raises a
+caches), so that both refusals and deep legal schedules are exercised; for fam_online, `online` with right
+or wrong arguments (m_online: statistics missing, extra, twice; a wrong target; skip_masked either way) at
+any point of FlashAttention's or the softmax example's schedule (s_online). A primitive that raises a
 `tc.TilecError` is refused: it stays in the script as `attempt(lambda: ...)` and generation goes on. Any
 other exception stops the case as an internal error, at that statement.
 """
@@ -35,6 +42,13 @@ FLOAT_DTYPES = ("float32", "float16", "bfloat16")
 KNOB_NAMES = ("BA", "BB", "BC", "BD")
 MAX_GRID = 6000        # elements of the largest index grid of a compute (spatial x reduce)
 MAX_TENSOR = 2500      # elements of a tensor
+ONLINE_SHARE = 0.12    # the share of seeds that are fam_online cases (decided by a stream of their own)
+
+
+def seed_mix(seed: int) -> int:
+    """The seed of the stream that decides whether a case is fam_online: apart from the case's own stream,
+    so that adding the family left every other seed's case as it was."""
+    return (seed * 0x9E3779B1 + 0x5EED) % (1 << 61)
 
 
 @dataclass
@@ -778,6 +792,186 @@ class Generator:
                 sinks = [rng.choice(extra)] + sinks
         return sinks
 
+    def fam_online(self) -> list[str]:
+        """Softmax / attention shapes for `online`: a row max `m` of an operand A (X, a scaled X, a score
+        S = Q·Kt, maybe `tc.where(cond, ., -inf)` with a causal-style cond, maybe an elementwise stage Sc),
+        `l = sum_j exp(A - m)` (maybe through an elementwise stage E, maybe rounded inside the summand or
+        weighted), and one consumer: a softmax Y = exp(A - m) / l, a logsumexp Z = log(l) + m, or a
+        weighted sum O = sum_j exp(A - m) / l * V (P·V, maybe through a stage P; V of rank 1 or 2, or X
+        itself as the coefficient). About one case in seven has a body that breaks the online algebra
+        (so the refusals are exercised); some store a statistic as an output. Records in `self.online`
+        what the schedule and the inputs need: the right target and statistics, whether A is masked,
+        which inputs are coefficients."""
+        rng = self.rng
+        kind = rng.choice(["softmax", "lse", "pv", "pv", "pv", "wsum"])
+        attn = rng.random() < 0.25                      # A from a GEMM over a head dimension
+        square = rng.random() < 0.4                     # queries and keys over one size (causal attention)
+        two_d = kind == "pv" and rng.random() < 0.75    # V[key, e] rather than V[key]
+        names = self.make_sizes((1 if square else 2) + two_d + attn)
+        rows = names[0]
+        keys = rows if square else names[1]
+        rest = names[1 if square else 2:]
+        vdim = rest.pop(0) if two_d else None
+        hdim = rest.pop(0) if attn else None
+        broken = rng.random() < 0.15                    # one body (chosen below) breaks the algebra
+        where_broken = rng.choice(["m", "l", "target"]) if broken else None
+        coef: list[str] = []                            # inputs read as coefficients (not in A)
+        # the max's operand A(i, j)
+        if attn:
+            dt = rng.choice(["float32", "float16", "bfloat16"])
+            self.placeholder("Q", [rows, hdim], dt)
+            self.placeholder("Kt", [keys, hdim], dt)  # "K" is a size name
+            d = self.red_axis(hdim)
+            self.compute_line(f"S = tc.compute(({rows}, {keys}), lambda i, j: tc.sum(Q[i, {d}] * Kt[j, {d}], "
+                              f"axis={d}, acc_dtype='float32'), name='S', dtype='float32')")
+            self.tensors["S"] = dict(dims=[rows, keys], dtype="float32", kind="compute", red=[hdim], reduce=True)
+            src, cast = "S", None
+        else:
+            dt = rng.choice(["float32", "float32", "float32", "float16", "bfloat16"])
+            self.placeholder("X", [rows, keys], dt)
+            src = "X"
+            cast = "float32" if dt != "float32" and rng.random() < 0.5 else None
+        scale = rng.choice([None, None, "0.5", "0.125", "3.0"])
+        cond = None
+        if rng.random() < 0.5:
+            cond = rng.choice(["{j} <= {i}", "{j} <= {i}", "{j} <= {i}", "{j} < {i}", "{j} <= {i} + 2",
+                               "{j} + 2 <= {i}", "{j} >= {i}", "{i} + {j} < " + keys, "{j} <= 2 * {i}",
+                               "({j} // 2) <= {i}"])
+        swapped = cond is not None and rng.random() < 0.1  # tc.where(not cond, -inf, x): no mask it can skip
+
+        def operand(i: str, j: str) -> str:
+            x = f"{src}[{i}, {j}]"
+            if cast:
+                x = f"{x}.astype({cast!r})"
+            if scale:
+                x = f"{x} * {scale}"
+            if cond is None:
+                return x
+            c = cond.format(i=i, j=j)
+            if swapped:
+                return f"tc.where(~({c}), float('-inf'), {x})"
+            return f"tc.where({c}, {x}, float('-inf'))"
+        if rng.random() < 0.3:  # A as an elementwise stage of its own (inlined or not by the schedule)
+            sdt = rng.choice([None, None, None, "float32", "bfloat16"])
+            self.compute_line(f"Sc = tc.compute(({rows}, {keys}), lambda i, j: {operand('i', 'j')}, name='Sc'"
+                              f"{', dtype=' + repr(sdt) if sdt else ''})")
+            self.tensors["Sc"] = dict(dims=[rows, keys], dtype=self.ns["Sc"].dtype, kind="compute", red=[],
+                                      reduce=False)
+
+            def A(i: str, j: str) -> str:
+                return f"Sc[{i}, {j}]"
+        else:
+            A = operand
+        # m: the row max
+        k = self.red_axis(keys)
+        mbody, mdt = A("i", k), ""
+        if where_broken == "m":  # an operand the exponents do not subtract m from, or a rounded statistic
+            if rng.random() < 0.5:
+                mbody = f"{mbody} * 2.0 + 1.0"
+            else:
+                mdt = ", dtype='bfloat16'"
+        self.compute_line(f"m = tc.compute(({rows},), lambda i: tc.max({mbody}, axis={k}), name='m'{mdt})")
+        self.tensors["m"] = dict(dims=[rows], dtype=self.ns["m"].dtype, kind="compute", red=[keys], reduce=True)
+        e_stage = rng.random() < 0.3  # E = exp(A - m) as an elementwise stage (it reads a statistic)
+        if e_stage:
+            edt = rng.choice([None, None, "float32", "bfloat16", "float16"])
+            self.compute_line(f"E = tc.compute(({rows}, {keys}), lambda i, j: tc.exp({A('i', 'j')} - m[i]), "
+                              f"name='E'{', dtype=' + repr(edt) if edt else ''})")
+            self.tensors["E"] = dict(dims=[rows, keys], dtype=self.ns["E"].dtype, kind="compute", red=[],
+                                     reduce=False)
+
+        def expo(i: str, j: str) -> str:  # exp(A - m) at (i, j), through E or written out
+            return f"E[{i}, {j}]" if e_stage else f"tc.exp({A(i, j)} - m[{i}])"
+        # l: the sum of exp(A - m), unless the target is an unnormalized sum
+        has_l = kind in ("softmax", "lse") or rng.random() < 0.88
+        if has_l:
+            k1 = self.red_axis(keys)
+            r = rng.random()
+            if where_broken == "l":
+                body = rng.choice([
+                    f"{expo('i', k1)} + 1.0", f"tc.exp(2.0 * {A('i', k1)} - m[i])",
+                    f"{expo('i', k1)} * {expo('i', k1)}", f"({A('i', k1)} - m[i])", f"{expo('i', k1)} / m[i]",
+                    f"tc.exp({A('i', k1)} - m[i - 1])", f"tc.exp({A('i', k1)} - m[i] - 1.0)",
+                    f"tc.exp({src}[i, {k1}] - m[i])", f"tc.exp(m[i] - {A('i', k1)})"])
+            elif r < 0.15:
+                body = f"{expo('i', k1)}.astype({rng.choice(['bfloat16', 'float16'])!r})"
+            elif r < 0.27:
+                if "w" not in self.tensors:
+                    self.placeholder("w", [keys], rng.choice(["float32", "float16"]))
+                    coef.append("w")
+                body = f"{expo('i', k1)} * w[{k1}]"
+            else:
+                body = expo("i", k1)
+            ldt = ""
+            if where_broken == "l" and rng.random() < 0.3:
+                ldt = rng.choice([", dtype='bfloat16'", ", dtype='float16'"])
+            acc = ", acc_dtype='float16'" if where_broken == "l" and not ldt and rng.random() < 0.2 else ""
+            self.compute_line(f"l = tc.compute(({rows},), lambda i: tc.sum({body}, axis={k1}{acc}), name='l'{ldt})")
+            self.tensors["l"] = dict(dims=[rows], dtype=self.ns["l"].dtype, kind="compute", red=[keys], reduce=True)
+        stats = ["m", "l"] if has_l else ["m"]
+        outs: list[str]
+        if kind == "softmax":
+            ydt = rng.choice([None, None, "float16", "bfloat16"])
+            self.compute_line(f"Y = tc.compute(({rows}, {keys}), lambda i, j: {expo('i', 'j')} / l[i], name='Y'"
+                              f"{', dtype=' + repr(ydt) if ydt else ''})")
+            self.tensors["Y"] = dict(dims=[rows, keys], dtype=self.ns["Y"].dtype, kind="compute", red=[],
+                                     reduce=False)
+            target, stats, outs = "l", ["m"], ["Y"]
+        elif kind == "lse":
+            self.compute_line(f"Z = tc.compute(({rows},), lambda i: tc.log(l[i]) + m[i], name='Z')")
+            self.tensors["Z"] = dict(dims=[rows], dtype="float32", kind="compute", red=[], reduce=False)
+            target, stats, outs = "l", ["m"], ["Z"]
+        else:
+            k2 = self.red_axis(keys)
+            vdt = rng.choice(["float32", "float32", "float16", "bfloat16"])
+            if kind == "pv" or rng.random() < 0.6:
+                self.placeholder("V", [keys, vdim] if two_d else [keys], vdt)
+                coef.append("V")
+                v = f"V[{k2}, j]" if two_d else f"V[{k2}]"
+            else:  # the row's own values as coefficients: an expectation of X under the softmax
+                v = f"{src}[i, {k2}]"
+                coef += ["Q", "Kt"] if attn else [src]
+            p_stage = has_l and rng.random() < 0.5
+            if p_stage:
+                pdt = rng.choice([None, None, "float32", "bfloat16", "float16"])
+                self.compute_line(f"P = tc.compute(({rows}, {keys}), lambda i, j: {expo('i', 'j')} / l[i], "
+                                  f"name='P'{', dtype=' + repr(pdt) if pdt else ''})")
+                self.tensors["P"] = dict(dims=[rows, keys], dtype=self.ns["P"].dtype, kind="compute", red=[],
+                                         reduce=False)
+                p = f"P[i, {k2}]"
+            else:
+                p = f"{expo('i', k2)} / l[i]" if has_l else expo("i", k2)
+            r = rng.random()
+            if where_broken == "target":
+                body = rng.choice([f"{p} * {v} + 1.0", f"{p} * {v} * m[i]", f"{expo('i', k2)} * {v} / (l[i] + 1.0)"
+                                   if has_l else f"{expo('i', k2)} * {v} / m[i]",
+                                   f"{p} * {v} / l[i]" if has_l else f"{p} * {p} * {v}",
+                                   f"tc.exp({A('i', k2)} * 2.0 - m[i]) * {v}"])
+            elif r < 0.12:
+                body = f"({p}).astype({rng.choice(['bfloat16', 'float16'])!r}) * {v}"
+            elif r < 0.22 and has_l and not p_stage:
+                body = f"({expo('i', k2)} * {v}) / l[i]"
+            elif r < 0.3:
+                body = f"{v} * {p}"
+            else:
+                body = f"{p} * {v}"
+            # never a bfloat16 accumulator: Triton 3.6's interpreter sums bfloat16 tiles wrong (tl.sum of
+            # [-1.5, 3, 1, 2] is inf), so the interpreter could not check it
+            acc = rng.choice([", acc_dtype='float32'", ", acc_dtype='float32'", ""] * 6 + [", acc_dtype='float16'"])
+            odt = rng.choice([None, None, "float16", "bfloat16", "float32"])
+            dims = [rows, vdim] if two_d else [rows]
+            shape = "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
+            params = "i, j" if two_d else "i"
+            self.compute_line(f"O = tc.compute({shape}, lambda {params}: tc.sum({body}, axis={k2}{acc}), name='O'"
+                              f"{', dtype=' + repr(odt) if odt else ''})")
+            self.tensors["O"] = dict(dims=dims, dtype=self.ns["O"].dtype, kind="compute", red=[keys], reduce=True)
+            target, outs = "O", ["O"]
+        if rng.random() < 0.2:  # a statistic stored too
+            outs = [rng.choice(stats)] + outs
+        # masked: the operand has a where(); a swapped one counts too (conservative, see online_inputs)
+        self.online = dict(target=target, stats=stats, masked=cond is not None, coef=coef, kind=kind)
+        return outs
+
     # -- schedules ------------------------------------------------------------------------------
     def stage_var(self, st) -> str:
         return f"s[{st.tensor.name}]" if st.kind == "compute" else st.name
@@ -978,8 +1172,9 @@ class Generator:
         kind = rng.choices(
             ["split", "tile", "reorder", "fuse", "compute_at", "inline", "root", "bind", "pipeline", "unroll",
              "num_warps", "cache_read", "cache_write", "cache_at", "swizzle", "persistent", "compute_with",
-             "split_k"],
-            weights=[20, 7, 10, 8, 14, 6, 3, 10, 5, 5, 4, 4, 3, 4, 3, 3, 2, 2])[0]
+             "split_k", "online"],  # online last, weight 0 outside fam_online: other seeds draw as before
+            weights=[20, 7, 10, 8, 14, 6, 3, 10, 5, 5, 4, 4, 3, 4, 3, 3, 2, 2,
+                     8 if self.case.family == "online" else 0])[0]
         leaves = list(st.leaves)
         if kind == "split" and leaves:
             self.do_split(st, rng.choice(leaves))
@@ -1035,6 +1230,8 @@ class Generator:
         elif kind == "cache_write":
             reds = [x for x in stages if x.tensor.is_reduction]
             self.m_cache_write(rng.choice(reds) if reds and rng.random() < 0.8 else st)
+        elif kind == "online":
+            self.m_online()
         elif kind == "cache_at":
             caches = [c for c in s.caches]
             if caches:
@@ -1112,7 +1309,216 @@ class Generator:
         if rng.random() < 0.6:
             self.m_compute_with()
 
+    # online (fam_online)
+    def m_online(self):
+        """`online` with random, sometimes wrong, arguments: mostly fam_online's right target and statistics
+        (in either order; skip_masked left out, True or False), else a wrong target, a statistic missing, a
+        stage that is no statistic (an elementwise stage, the score GEMM), a statistic named twice, none, or
+        a statistic as the target."""
+        rng = self.rng
+        live = {x.name for x in self.compute_stages()}
+        info = getattr(self, "online", None) or {}
+        target, stats = info.get("target"), list(info.get("stats", ()))
+        if target not in live or not all(n in live for n in stats):
+            reds = sorted(n for n in live if self.ns["s"].stages[n].tensor.is_reduction) or sorted(live)
+            target = rng.choice(reds)
+            stats = rng.sample(reds, rng.randint(0, len(reds)))
+        r = rng.random()
+        others = sorted(live - {target} - set(stats))
+        if r < 0.7:
+            if rng.random() < 0.2:
+                stats = stats[::-1]
+        elif r < 0.76:  # another stage as the target (a statistic as its own statistic: the 0.97 branch)
+            target = rng.choice(others or sorted(live))
+        elif r < 0.82:
+            stats = [rng.choice(stats)] if stats else stats
+        elif r < 0.87 and others:
+            stats.insert(rng.randrange(len(stats) + 1), rng.choice(others))
+        elif r < 0.91 and stats:
+            stats.append(stats[0])
+        elif r < 0.94:
+            stats = []
+        elif r < 0.97 and stats:
+            target, stats = stats[-1], [target] + stats[:-1]
+        else:
+            target = rng.choice(sorted(live))
+            stats = rng.sample(sorted(live), rng.randint(1, min(3, len(live))))
+        args = [f"s[{n}]" for n in stats]
+        skip = rng.choice([None, None, None, "skip_masked=False", "skip_masked=False", "skip_masked=True",
+                           "False", "skip_masked=1" if rng.random() < 0.1 else None])
+        if skip:
+            args.append(skip)
+        self.sched_line(f"s[{target}].online({', '.join(args)})")
+
+    def s_online(self):
+        """The examples' schedules on fam_online's compute, with random deviations: FlashAttention's for a
+        weighted sum O (its rows and keys split, the row tile bound, the key loop maybe pipelined or split_k,
+        S at the key loop, the stages between inlined mostly, caches), the softmax example's for Y or Z (the
+        statistics' key loops split alike and placed at the row, or split_k of l's loop at the root). `online`
+        (m_online: right or wrong arguments) comes at a random point: first (the statistics not yet placed),
+        after the tiling, after the placements, or last; a few random primitives follow."""
+        rng = self.rng
+        info = self.online
+        when = rng.choice(["first", "tiled", "placed", "placed", "last"])
+        if when == "first":
+            self.m_online()
+        stages = {x.name: x for x in self.compute_stages()}
+        pw = ["1", "2", "4", "8", "16", "32"]
+        if info["target"] == "O":
+            O = stages["O"]
+            sp = [a for a in O.leaves if a.kind == "spatial"]
+            red = [a for a in O.leaves if a.kind == "reduce"]
+            outer, inner = [], []
+            for n, a in enumerate(sp):
+                if n > 0 and rng.random() < 0.3:
+                    continue  # the value dimension whole
+                f = rng.choice(pw if n == 0 else pw[2:] + ["64"]) if rng.random() < 0.8 else self.knob([4, 8, 16, 32])
+                r = self.do_split(O, a, f)
+                if r:
+                    outer.append(r[0])
+                    inner.append(r[1])
+            rk = None
+            if red and rng.random() < 0.9:
+                f = rng.choice(pw[1:] + ["3", "64"]) if rng.random() < 0.8 else self.knob([2, 4, 8, 16, 32])
+                rk = self.do_split(O, red[0], f)
+            if self.dead:
+                return
+            order = [a for a in O.leaves if a.kind == "spatial" and a not in inner] + \
+                    [a for a in O.leaves if a.kind == "reduce" and (rk is None or a is not rk[1])] + inner + \
+                    ([rk[1]] if rk else [])
+            if len(order) > 1 and order != O.leaves and rng.random() < 0.9:
+                self.do_reorder(O, order)
+            if outer and rng.random() < 0.9:
+                self.do_bind(O, outer[0], 0)
+                if len(outer) > 1 and rng.random() < 0.5:
+                    self.do_bind(O, outer[1], 1)
+            if rk and rng.random() < 0.4:
+                self.sched_line(f"s[O].pipeline({self.av(rk[0])}, stages={rng.choice(['2', '3', self.knob([1, 2, 3])])})")
+            if rk and rng.random() < 0.15:  # flash-decoding: the key loop in parts, merged by a combine kernel
+                self.do_split_k(O, rk[0])
+            if when == "tiled":
+                self.m_online()
+            loop = rk[0] if rk else None
+            for name, p in (("Sc", 0.8), ("E", 0.75), ("P", 0.85)):
+                if name not in stages:
+                    continue
+                if rng.random() < p:
+                    self.m_inline(stages[name])
+                elif rng.random() < 0.6 and O.leaves:
+                    self.do_compute_at(stages[name], O, loop if loop is not None and rng.random() < 0.7
+                                       else rng.choice(O.leaves))
+            if "S" in stages:
+                S = stages["S"]
+                sred = [a for a in S.leaves if a.kind == "reduce"]
+                if sred and rng.random() < 0.8:
+                    self.do_split(S, sred[0], rng.choice(["16", "32", "64", "8"]))
+                if O.leaves and rng.random() < 0.85:
+                    self.do_compute_at(S, O, loop if loop is not None and rng.random() < 0.8 else rng.choice(O.leaves))
+            for name in info["stats"]:  # their placement is replaced by the online loop (if online holds)
+                if name in stages and rng.random() < 0.25 and O.leaves:
+                    self.do_compute_at(stages[name], O, rng.choice(O.leaves))
+            if loop is not None and rng.random() < 0.3:
+                t = rng.choice([t.name for t in O.tensor.inputs if t.is_placeholder] or ["none"])
+                if t != "none":
+                    c = self.sched_line(f"s.cache_read({t}, 'shared', readers=[s[O]])", lambda res: res.name)
+                    if c is not None:
+                        self.sched_line(f"{c.name}.compute_at(s[O], {self.av(loop)})")
+            if "S" in stages and outer and rng.random() < 0.3:
+                c = self.sched_line("s.cache_read(Q, 'shared', readers=[s[S]])", lambda res: res.name)
+                if c is not None:
+                    self.sched_line(f"{c.name}.compute_at(s[O], {self.av(outer[0])})")
+        else:
+            root = stages["Y"] if "Y" in stages else stages["Z"]
+            v = self.stage_var(root)
+            row = root.leaves[0]
+            if rng.random() < 0.3:
+                r = self.do_split(root, row, rng.choice(pw))
+                if r:
+                    row = r[0]
+            if rng.random() < 0.9:
+                self.do_bind(root, row, 0)
+            block = rng.choice(pw[1:] + ["64", "5"]) if rng.random() < 0.8 else self.knob([4, 8, 16, 32, 64])
+            if root.name == "Y" and rng.random() < 0.85:
+                self.do_split(root, root.tensor.axis[1], block)
+            if when == "tiled":
+                self.m_online()
+            split = rng.random() < 0.2  # few long rows: the statistics' loop in parts (split_k), at the root
+            for name in ("m", "l"):
+                st = stages[name]  # Y and Z read both
+                red = [a for a in st.leaves if a.kind == "reduce"]
+                parts = None
+                if red and rng.random() < 0.85:
+                    parts = self.do_split(st, red[0], block if rng.random() < 0.75 else rng.choice(pw))
+                if split and name == "l":
+                    self.do_bind(st, st.tensor.axis[0], 0)
+                    if parts:
+                        self.do_split_k(st, parts[0])
+                elif not split and rng.random() < 0.85 and root.leaves:
+                    self.do_compute_at(st, root, row if row in root.leaves and rng.random() < 0.85
+                                       else rng.choice(root.leaves))
+            for name, p in (("Sc", 0.7), ("E", 0.65)):
+                if name in stages and rng.random() < p:
+                    self.m_inline(stages[name])
+            if rng.random() < 0.2:
+                self.sched_line(f"{v}.num_warps({rng.choice(['1', '2', '8', self.knob([2, 4, 8])])})")
+        if self.dead:
+            return
+        if when == "placed":
+            self.m_online()
+        for _ in range(rng.choice([0, 0, 1, 1, 2, 3])):
+            if self.dead:
+                return
+            self.random_primitive()
+        if when == "last":
+            self.m_online()
+
+    def s_online_family(self):
+        """fam_online's schedules: mostly s_online; else the generic schedules of every family, with
+        `online` (m_online) first or last."""
+        rng = self.rng
+        if rng.random() < 0.7:
+            self.s_online()
+            return
+        first = rng.random() < 0.4
+        if first:
+            self.m_online()
+        self.schedule_any()
+        if not first and not self.dead and rng.random() < 0.8:
+            self.m_online()
+
+    def online_inputs(self):
+        """fam_online's inputs: sometimes rows, or the first elements of rows, of -inf in the operand (a
+        running max that starts at -inf and grows, a row whose max is -inf); and where the max's operand is
+        masked (tc.where(cond, x, -inf)) and an online call lets skip_masked be True, no NaN or infinity in a
+        coefficient (V, w, or the row's own values): there a coefficient's NaN at a key of a skipped tile
+        does not reach the output, unlike in the naive compute the oracle evaluates (Stage.online's docstring).
+        Every online line counts, refused or not: a reduced case may keep any of them."""
+        rng = self.rng
+        info = self.online
+        for name in ("X", "Q"):
+            spec = self.case.inputs.get(name)
+            if spec is None:
+                continue
+            if rng.random() < 0.2:
+                spec["ninf_rows"] = rng.choice([0.2, 0.5])
+            if rng.random() < 0.25:
+                spec["ninf_prefix"] = rng.choice([0.5, 1.0])
+        calls = [x.code for x in self.case.sched if ".online(" in x.code]
+        skips = any("False" not in c for c in calls)
+        if info["masked"] and skips:
+            for name in info["coef"]:
+                for key in ("special", "kinds", "ninf_rows", "ninf_prefix"):
+                    self.case.inputs.get(name, {}).pop(key, None)
+
     def schedule(self):
+        """The case's schedule: fam_online's own (s_online_family), or the generic one (schedule_any)."""
+        if self.case.family == "online":
+            self.s_online_family()
+            return
+        self.schedule_any()
+
+    def schedule_any(self):
+        """The generic schedule: nothing, s_twins or s_fused, or random macros, then random primitives."""
         rng = self.rng
         if rng.random() < 0.1:
             return
@@ -1155,6 +1561,8 @@ class Generator:
     def generate(self) -> Case:
         rng = self.rng
         fam = rng.choices(["elementwise", "reduce", "gemm", "norm", "random"], weights=[25, 25, 20, 12, 18])[0]
+        if random.Random(seed_mix(self.seed)).random() < ONLINE_SHARE:  # drawn apart: other seeds are as before
+            fam = "online"
         self.case.family = fam
         self.ns["SIZES"] = self.case.sizes
         # the sizes must exist before the compute statements run: define them up front, fix values later
@@ -1172,6 +1580,8 @@ class Generator:
         self.schedule()
         if self.dead:
             return self.case
+        if fam == "online":
+            self.online_inputs()
         s = self.ns["s"]
         self.case.config = {n: rng.choice(k.choices) for n, k in sorted(s.knobs.items())}
         inputs = [t.name for t in s.placeholders]

@@ -9,7 +9,9 @@ Semantics (docs/schedule.md, docs/lowering.md):
 - an index that is not a plain axis reads 0 outside the tensor's bounds (a plain axis is always in range:
   the generator only reads a plain axis along a dimension of the same size);
 - reductions accumulate in float64 (ints exactly) and round to the compute's dtype; `max`/`min` return
-  NaN when a NaN is reduced (torch's amax/amin), and so do `tc.maximum`/`tc.minimum`.
+  NaN when a NaN is reduced (torch's amax/amin), and so do `tc.maximum`/`tc.minimum`;
+- a sum the kernel runs in an `online()` loop (the target or a sum statistic) is the naive sum too, with a
+  bound widened for the rescalings by exp(m_old - m_new) of the running sums (`Oracle._reduce`).
 
 Each value carries `err` (a bound on |tilec - reference| from float32 arithmetic and rounding: first-order
 forward error analysis) and `unc` (positions where the result is not determined: a float comparison
@@ -229,9 +231,10 @@ def fop(val, err, unc, u=U32, exact=None) -> V:
 class Oracle:
     """Evaluates tensors of a tilec compute DAG on torch inputs: `Oracle(sizes, inputs).tensor(T)`."""
 
-    def __init__(self, sizes: dict[str, int], inputs: dict[str, torch.Tensor]):
+    def __init__(self, sizes: dict[str, int], inputs: dict[str, torch.Tensor], online=()):
         self.sizes = dict(sizes)
         self.inputs = inputs
+        self.online = set(online)  # sums the kernel runs as online() members: see _reduce
         self.cache: dict[str, V] = {}
         # it computes where its inputs are, whatever torch's default device (the GPU host's tests set cuda)
         self.device = next((x.device for x in inputs.values()), torch.device("cpu"))
@@ -278,12 +281,12 @@ class Oracle:
         v = V(torch.broadcast_to(v.val, full), torch.broadcast_to(v.err, full), torch.broadcast_to(v.unc, full),
               v.cat, v.weak)
         if isinstance(body, Reduce):
-            v = self._reduce(body, v, list(range(len(shape), nd)))
+            v = self._reduce(body, v, list(range(len(shape), nd)), online=t.name in self.online)
         res = self._placed(convert(v, t.dtype))
         return V(res.val.contiguous(), torch.broadcast_to(res.err, shape).contiguous(),
                  torch.broadcast_to(res.unc, shape).contiguous(), res.cat)
 
-    def _reduce(self, red: Reduce, v: V, dims: list[int]) -> V:
+    def _reduce(self, red: Reduce, v: V, dims: list[int], online: bool = False) -> V:
         acc = red.dtype
         cat = cat_of(acc)
         n = 1
@@ -319,6 +322,15 @@ class Oracle:
             mant, emin = FLOATS.get(acc, FLOATS["float32"])
             sub = 2.0 ** (emin - mant - 1)
             err = e.nan_to_num(0.0, math.inf, math.inf).sum(dim=dims) + (n + 2) * (u * mag + sub) + TINY
+            if online:
+                # a member of an online() loop (the target or a sum statistic): each time the running max
+                # grows, the terms summed so far are multiplied by alpha = exp(m_old - m_new), which adds
+                # exp's rounding (2u in the interpreter; 4u + 2|m_old - m_new|u on the GPU) and the product's
+                # (u). The |m_old - m_new| parts (and the rounding of m_old - m_new) add up, over the
+                # rescalings, to at most |x - m|u for a term exp(x - m_running): the error the naive
+                # exp(x - m) has in its bound already. So: up to 5u per rescaling, at most n - 1 of them.
+                # The summation's own roundings stay at most n + 1 per term, in the online order too.
+                err = err + 5 * max(n - 1, 0) * u * mag
             # exact operands that are integers with small partial sums: every order of summing is exact
             ints = ((e == 0) & (x == torch.round(x))).all(dim=dims) & (mag <= 2.0 ** (mant + 1))
             err = torch.where(ints, ZERO, err)
@@ -604,7 +616,8 @@ def _strides(shape: list[int], layout: str) -> list[int]:
 @_on_cpu
 def make_input(shape: list[int], dtype: str, spec: dict, gen: torch.Generator, pad: int = PAD):
     """One input tensor, a view into a poisoned buffer (`pad` elements of poison before it, PAD after);
-    returns (view, buffer)."""
+    returns (view, buffer). `spec`: layout, scale, shift, grid, special + kinds (NaN / +-inf at random
+    elements), ninf_rows (whole rows of -inf), ninf_prefix (rows whose first elements are -inf), range (ints)."""
     tdt = getattr(torch, dtype)
     strides = _strides(shape, spec.get("layout", "c"))
     span = 1 + sum((s - 1) * st for s, st in zip(shape, strides))
@@ -620,6 +633,13 @@ def make_input(shape: list[int], dtype: str, spec: dict, gen: torch.Generator, p
             pick = torch.randint(0, len(kinds), shape, generator=gen)
             hit = torch.rand(shape, generator=gen, dtype=torch.float64) < special
             vals = torch.where(hit, kinds[pick], vals)
+        if len(shape) >= 2 and spec.get("ninf_rows"):  # whole rows (along the last dimension) of -inf
+            rows = torch.rand(shape[:-1], generator=gen, dtype=torch.float64) < spec["ninf_rows"]
+            vals = torch.where(rows[..., None], -math.inf, vals)
+        if len(shape) >= 2 and spec.get("ninf_prefix"):  # rows whose first r elements are -inf (r random)
+            rows = torch.rand(shape[:-1], generator=gen, dtype=torch.float64) < spec["ninf_prefix"]
+            r = torch.randint(0, shape[-1] + 1, shape[:-1], generator=gen)
+            vals = torch.where(rows[..., None] & (torch.arange(shape[-1]) < r[..., None]), -math.inf, vals)
         vals = vals.to(tdt)
     elif cat == "i":
         buf = torch.full((span + pad + PAD,), 1_000_003 if dtype != "uint8" else 201, dtype=tdt)
@@ -792,7 +812,11 @@ def check_kernel(sched, args, config=None, sizes=None, inputs=None, seed=0, spec
         ins = {n: _to_host(v, b) for n, (v, b) in dev_in.items()}
     else:
         kernel(*[ins[t.name][0] for t in kernel.inputs], out=[outs[t.name][0] for t in kernel.outputs])
-    oracle = Oracle(sizes, {n: v for n, (v, _) in ins.items()})
+    online = set()  # the sums the kernel computes in online() loops (their bound is wider: Oracle._reduce)
+    for st in sched.stages.values() if sched is not None else ():
+        if getattr(st, "online_stats", ()):
+            online |= {st.name} | {x.name for x in st.online_stats}
+    oracle = Oracle(sizes, {n: v for n, (v, _) in ins.items()}, online=online)
     problems = []
     n_unc = n_all = 0
     for t in kernel.outputs:
