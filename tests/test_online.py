@@ -338,3 +338,146 @@ def test_a_row_of_minus_inf_in_a_reduction_that_runs_once_inside_a_spatial_loop(
     ref = torch.exp(xd - xd.amax(1, keepdim=True)) @ v.double()
     assert torch.equal(out.isnan(), ref.isnan()) and out[1].isnan().all()
     torch.testing.assert_close(out[[0, 2]].double(), ref[[0, 2]], rtol=1e-5, atol=1e-5)
+
+
+# --- a helper's review of the online lowering (scripts under the interpreter): regression tests first -----
+
+def test_a_where_in_another_stage_that_prints_like_the_mask_is_not_folded():
+    """Review F1: the unmasked tiles' fold matched any where() whose text was the mask's, j <= i, also in a
+    stage computed in the loop with axes of its own named j and i (V masked by key <= head dim): wrong values."""
+    Z, H, M, N = tc.size_vars("Z H M N")
+    d = 32
+    Q = tc.placeholder((Z, H, M, d), "float32", name="Q")
+    K = tc.placeholder((Z, H, N, d), "float32", name="K")
+    V = tc.placeholder((Z, H, N, d), "float32", name="V")
+    dd = tc.reduce_axis(d, name="dd")
+    S = tc.compute((Z, H, M, N), lambda z, h, i, j: tc.sum(Q[z, h, i, dd] * K[z, h, j, dd], axis=dd), name="S")
+    Sc = tc.compute((Z, H, M, N), lambda z, h, i, j: tc.where(j <= i, S[z, h, i, j], float("-inf")), name="Sc")
+    Vm = tc.compute((Z, H, N, d), lambda z, h, j, i: tc.where(j <= i, V[z, h, j, i], 0.0), name="Vm")
+    j1, j2, j = (tc.reduce_axis(N, name=n) for n in ("j1", "j2", "j"))
+    m = tc.compute((Z, H, M), lambda z, h, i: tc.max(Sc[z, h, i, j1], axis=j1), name="m")
+    l = tc.compute((Z, H, M), lambda z, h, i: tc.sum(tc.exp(Sc[z, h, i, j2] - m[z, h, i]), axis=j2), name="l")  # noqa: E741
+    P = tc.compute((Z, H, M, N), lambda z, h, i, j: tc.exp(Sc[z, h, i, j] - m[z, h, i]) / l[z, h, i], name="P")
+    O = tc.compute((Z, H, M, d), lambda z, h, i, e: tc.sum(P[z, h, i, j] * Vm[z, h, j, e], axis=j), name="O")  # noqa: E741
+    s = tc.create_schedule(O)
+    z, h, i, e = O.axis
+    io, ii = s[O].split(i, 16)
+    eo, ei = s[O].split(e, d)
+    jo, ji = s[O].split(j, 16)
+    s[O].reorder(z, h, io, eo, jo, ii, ei, ji)
+    s[O].bind(io, "program_id.0")
+    s[O].bind(s[O].fuse(z, h), "program_id.1")
+    s[O].online(s[m], s[l])
+    s[Sc].compute_inline()
+    s[P].compute_inline()
+    s[S].compute_at(s[O], jo)
+    s[Vm].compute_at(s[O], jo)
+    q, k, v = (torch.randn(1, 1, 40, d, device=DEVICE) for _ in range(3))
+    sc = (q.double() @ k.double().transpose(-1, -2)).masked_fill(
+        torch.ones(40, 40, dtype=torch.bool, device=DEVICE).triu(1), float("-inf"))
+    vm = torch.where(torch.arange(40, device=DEVICE)[:, None] <= torch.arange(d, device=DEVICE)[None, :], v.double(), 0.0)
+    torch.testing.assert_close(tc.build(s, [Q, K, V, O])(q, k, v).double(), torch.softmax(sc, -1) @ vm,
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_a_statistic_read_at_other_positions_is_refused():
+    """Review F2 and M1: l subtracting the max of another row (m[b, a], or mx[0]) was accepted; the online
+    form subtracts the running max of its own row, a silent wrong answer (or a misleading build error)."""
+    (N,) = tc.size_vars("N")
+    X = tc.placeholder((4, 4, N), "float32", name="X")
+    j1, j2, j3 = (tc.reduce_axis(N, name=n) for n in ("j1", "j2", "j3"))
+    m = tc.compute((4, 4), lambda a, b: tc.max(X[a, b, j1], axis=j1), name="m")
+    l = tc.compute((4, 4), lambda a, b: tc.sum(tc.exp(X[a, b, j2] - m[b, a]), axis=j2), name="l")  # noqa: E741
+    R = tc.compute((4, 4), lambda a, b: tc.sum(tc.exp(X[a, b, j3] - m[a, b]) * X[a, b, j3] / l[a, b], axis=j3),
+                   name="R")
+    s = tc.create_schedule(R)
+    with pytest.raises(tc.IllegalScheduleError, match=r"l reads m at \[b, a\].*its own \[a, b\]") as info:
+        s[R].online(s[m], s[l])
+    assert info.value.reason == "online"
+    M, N = tc.size_vars("M N")
+    X = tc.placeholder((M, N), "float32", name="X")
+    c, c2, c3 = (tc.reduce_axis(N, name=n) for n in ("c", "c2", "c3"))
+    mx = tc.compute((M,), lambda r: tc.max(X[r, c], axis=c), name="mx")
+    l = tc.compute((M,), lambda r: tc.sum(tc.exp(X[r, c2] - mx[0]), axis=c2), name="l")  # noqa: E741
+    R = tc.compute((M,), lambda r: tc.sum(tc.exp(X[r, c3] - mx[r]) * X[r, c3] / l[r], axis=c3), name="R")
+    with pytest.raises(tc.IllegalScheduleError, match=r"l reads mx at \[0\]"):
+        _online(R, mx, l)
+
+
+def _online(R, *stats):
+    s = tc.create_schedule(R)
+    s[R].online(*(s[t] for t in stats))
+    return s
+
+
+def test_a_summand_rounded_to_an_integer_is_refused():
+    """Review F3: P rounded to int32 inside the summand was accepted; rounding the unnormalized exp(x - m')
+    to an integer is not rounding exp(x - m) / l (0 for most terms)."""
+    M, N = tc.size_vars("M N")
+    X = tc.placeholder((M, N), "float32", name="X")
+    c, c2, c3 = (tc.reduce_axis(N, name=n) for n in ("c", "c2", "c3"))
+    mx = tc.compute((M,), lambda r: tc.max(X[r, c], axis=c), name="mx")
+    l = tc.compute((M,), lambda r: tc.sum(tc.exp(X[r, c2] - mx[r]), axis=c2), name="l")  # noqa: E741
+    P = tc.compute((M, N), lambda r, k: tc.exp(X[r, k] - mx[r]) / l[r], name="P", dtype="int32")
+    R = tc.compute((M,), lambda r: tc.sum(P[r, c3] * X[r, c3], axis=c3, acc_dtype="float32"), name="R")
+    with pytest.raises(tc.IllegalScheduleError, match=r"int32.*a float rounding point"):
+        _online(R, mx, l)
+
+
+def test_a_coefficient_that_reads_a_statistic_through_another_reduction_is_refused():
+    """Review M2 and M3: R dividing by l (not named a statistic), or reading g = sum(X - mx), was accepted and
+    then refused at build with advice that cannot work (compute_root, a cycle of kernels)."""
+    M, N = tc.size_vars("M N")
+    X = tc.placeholder((M, N), "float32", name="X")
+    c, c2, c3, c4 = (tc.reduce_axis(N, name=n) for n in ("c", "c2", "c3", "c4"))
+    mx = tc.compute((M,), lambda r: tc.max(X[r, c], axis=c), name="mx")
+    l = tc.compute((M,), lambda r: tc.sum(tc.exp(X[r, c2] - mx[r]), axis=c2), name="l")  # noqa: E741
+    g = tc.compute((M,), lambda r: tc.sum(X[r, c4] - mx[r], axis=c4), name="g")
+    R = tc.compute((M,), lambda r: tc.sum(tc.exp(X[r, c3] - mx[r]) / l[r], axis=c3), name="R")
+    with pytest.raises(tc.IllegalScheduleError, match=r"R reads l, which reads mx.*name l among the statistics"):
+        _online(R, mx)
+    c5 = tc.reduce_axis(N, name="c5")
+    R2 = tc.compute((M,), lambda r: tc.sum(tc.exp(X[r, c5] - mx[r]) * g[r] / l[r], axis=c5), name="R2")
+    with pytest.raises(tc.IllegalScheduleError, match=r"R2 reads g, which reads mx"):
+        _online(R2, mx, l)
+
+
+def test_shared_loads_and_sub_tiles_of_one_kernel():
+    """Review F4: with 192-wide sub-tiles (128 + 64), piece 0's X tile was shared with g's and piece 1's was
+    not, so the pieces lowered to different nests: an internal error, at N <= 128 only."""
+    M, N = tc.size_vars("M N")
+    A = tc.placeholder((M, N), "float32", name="A")
+    X = tc.placeholder((N,), "float32", name="X")
+    g = tc.compute((N,), lambda j: X[j] * 2.0, name="g")
+    Y = tc.compute((M, N), lambda i, j: A[i, j] + X[j] + g[j], name="Y")
+    s = tc.create_schedule(Y)
+    i, j = Y.axis
+    io, ii = s[Y].split(i, 16)
+    jo, ji = s[Y].split(j, 192)
+    s[Y].reorder(io, jo, ii, ji)
+    s[Y].bind(io, "program_id.0")
+    s[g].split(g.axis[0], 128)
+    s[g].compute_at(s[Y], io)
+    kern = tc.build(s, [A, X, Y])
+    for n in (100, 150, 1000):
+        a, x = torch.randn(20, n, device=DEVICE), torch.randn(n, device=DEVICE)
+        torch.testing.assert_close(kern(a, x), a + 3 * x)
+
+
+def test_a_knob_and_an_int_of_one_value_make_the_same_tiles():
+    """Review F5: g split by a knob at 64 and h by 64: the plan kept g's region in registers (equal factors),
+    the builder compared the offsets' text (tl.arange(0, BLOCK) is not tl.arange(0, 64)) and refused the
+    read, where the rows fit one tile."""
+    M, N = tc.size_vars("M N")
+    X = tc.placeholder((M, N), "float32", name="X")
+    g = tc.compute((M, N), lambda r, c: tc.exp(X[r, c]) * 2.0, name="g")
+    h = tc.compute((M, N), lambda r, c: g[r, c] + 1.0, name="h")
+    s = tc.create_schedule(h)
+    ro, co, ri, ci = s[h].tile(*h.axis, 4, 64)
+    s[h].bind(ro, "program_id.0")
+    s[g].split(g.axis[1], tc.knob("BLOCK", [64, 128]))
+    s[g].compute_at(s[h], ro)
+    kern = tc.build(s, [X, h], config={"BLOCK": 64})
+    for n in (100, 64, 50):
+        x = torch.randn(7, n, device=DEVICE)
+        torch.testing.assert_close(kern(x), torch.exp(x) * 2.0 + 1.0)

@@ -149,11 +149,21 @@ def online_form(target, stats) -> OnlineForm:
         mapping = axes_of[t.name]
         return substitute(e, lambda n: mapping.get(n) if isinstance(n, IterVar) else None)
 
+    def own(load: Load, owner) -> None:
+        """A statistic read at its own positions in the target's frame (each index the target's axis that
+        its axis follows), or NotOnline: the loop keeps the running value of that tile only."""
+        want = [repr(axes_of[load.tensor.name][a]) for a in load.tensor.axis]
+        got = [repr(rename(i, owner)) for i in load.indices]
+        if got != want:
+            raise NotOnline(f"{owner.name} reads {load.tensor.name} at [{', '.join(map(repr, load.indices))}], but the "
+                            f"online form has its running value only at its own [{', '.join(want)}] (the "
+                            f"target's positions)")
+
     x_in_target = rename(x, m)
     members[m.name] = Member(m, x_in_target, (), axes_of[m.name])
     for t in (*sums, target):
         body = looked_through(t.body.body, stats, names)
-        kept, divisors, exps = _factor(body, t, m, stats, sums if t is target else (), x_in_target, rename)
+        kept, divisors, exps = _factor(body, t, m, stats, sums if t is target else (), x_in_target, rename, own)
         if exps != 1:
             raise NotOnline(f"{t.name}'s summand {body!r} has {exps} factors exp(... - {m.name}[...]); the online "
                             f"form rescales a summand with exactly one, exp({x!r} - {m.name}[...]) times a "
@@ -179,27 +189,49 @@ def _all_elementwise(e: Expr) -> Expr:
     return substitute(e, sub)
 
 
-def _factor(e: Expr, owner, m, stats, divisible, x_target: Expr, rename):
+def _depends(t, stats, seen=()) -> bool:
+    """Whether computed tensor t reads one of `stats`, directly or through other stages."""
+    if t.is_placeholder or t.name in seen:
+        return False
+    return any(u in stats or _depends(u, stats, seen + (t.name,)) for u in t.inputs)
+
+
+def _factor(e: Expr, owner, m, stats, divisible, x_target: Expr, rename, own):
     """(e without its divisions by the sum statistics in `divisible`, those statistics, the number of
     exp(X - m) factors) for a member's summand `e` (in `owner`'s axes); NotOnline where a statistic is
-    read any other way."""
-    if not _reads(e, stats):
-        return e, [], 0  # a coefficient
+    read any other way. `own(load)`: NotOnline unless a statistic is read at its own positions (the target's
+    tile of it: the running value the loop has)."""
+    if not _reads(e, stats):  # a coefficient: it must not read a statistic through another stage either
+        for n in walk(e):
+            if isinstance(n, Load) and not n.tensor.is_placeholder and _depends(n.tensor, stats):
+                via = next(s for s in stats if s in n.tensor.inputs or _depends(n.tensor, (s,)))
+                raise NotOnline(f"{owner.name} reads {n.tensor.name}, which reads {via.name}, a statistic the loop "
+                                f"computes as it runs: name {n.tensor.name} among the statistics if it is one "
+                                f"(online(..., {n.tensor.name})); the online form cannot run anything else of it "
+                                f"in the loop")
+        return e, [], 0
     if isinstance(e, Cast):
-        kept, divs, n = _factor(e.a, owner, m, stats, divisible, x_target, rename)
+        from tilec.ir.dtypes import is_float
+        if not is_float(e.dtype):
+            raise NotOnline(f"{owner.name}'s summand rounds {e.a!r} to {e.dtype}, not a float rounding point: the "
+                            f"online form rounds the unnormalized exp(X - m') there, which keeps the error only of "
+                            f"a float rounding point; round to a float dtype, or not at all")
+        kept, divs, n = _factor(e.a, owner, m, stats, divisible, x_target, rename, own)
         return Cast(kept, e.dtype), divs, n
     if isinstance(e, Binary) and e.op == "*":
-        a, da, na = _factor(e.a, owner, m, stats, divisible, x_target, rename)
-        b, db, nb = _factor(e.b, owner, m, stats, divisible, x_target, rename)
+        a, da, na = _factor(e.a, owner, m, stats, divisible, x_target, rename, own)
+        b, db, nb = _factor(e.b, owner, m, stats, divisible, x_target, rename, own)
         return Binary("*", a, b), da + db, na + nb
     if isinstance(e, Binary) and e.op == "/":
-        a, da, na = _factor(e.a, owner, m, stats, divisible, x_target, rename)
+        a, da, na = _factor(e.a, owner, m, stats, divisible, x_target, rename, own)
         if not _reads(e.b, stats):
+            _factor(e.b, owner, m, stats, (), x_target, rename, own)  # a coefficient, checked as one
             return Binary("/", a, e.b), da, na
         d = e.b
         while isinstance(d, Cast) and d.dtype == "float32":
             d = d.a
         if isinstance(d, Load) and d.tensor in divisible and d.tensor not in da:
+            own(d, owner)
             return a, da + [d.tensor], na
         raise NotOnline(f"{owner.name} divides by {e.b!r}; in the online form only the target divides, and "
                         f"only by a sum statistic read as it is, once")
@@ -207,6 +239,7 @@ def _factor(e: Expr, owner, m, stats, divisible, x_target: Expr, rename):
         arg = e.args[0]
         if isinstance(arg, Binary) and arg.op == "-" and isinstance(arg.b, Load) and arg.b.tensor is m \
                 and not _reads(arg.a, stats):
+            own(arg.b, owner)
             if repr(rename(arg.a, owner)) != repr(x_target):
                 raise NotOnline(f"{owner.name}'s exp({arg!r}) subtracts {m.name} from {arg.a!r}, not from "
                                 f"{m.name}'s own operand: the running max bounds only that (a larger exponent "

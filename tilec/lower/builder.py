@@ -18,6 +18,7 @@ were placed at: producers before the rest of the loop body, consumers after it. 
 from __future__ import annotations
 
 import builtins
+import re
 from collections import defaultdict
 
 from tilec.errors import ArgumentError, LoweringError
@@ -131,6 +132,7 @@ class KernelBuilder(ValueEmitter):
         self.materialized: set[str] = set()  # producers whose region is in memory by now (Plan.scratch)
         self.online_pieces: dict = {}  # online target -> (its loop's depth, [(start, end, fold, what)])
         self.fold: set[str] = set()  # where() conditions known true here (an online loop's unmasked tiles)
+        self.piece_fold: set[str] = set()  # those of the online loop piece being emitted (its members' only)
 
     # -- names and parameters -------------------------------------------------------------------
     def fresh(self, name: str) -> str:
@@ -455,8 +457,10 @@ class KernelBuilder(ValueEmitter):
     def _canon(self, code: Ex, dims, axis: IterVar, masked: bool, guards) -> str:
         """What an axis's offsets and mask are, whatever their names (`AxisVal.canon`): two axes of one canon
         (in two stages: a row of X read by a max, a sum and a division) read one tile of a tensor."""
-        return " | ".join([code.text(), " x ".join(self.dim_extent[d] for d in dims),
+        text = " | ".join([code.text(), " x ".join(self.dim_extent[d] for d in dims),
                            size_text(axis.extent) if masked else "unmasked"] + [g.code.text() for g in guards])
+        # a knob's constexpr name stands for its value: a tile of BLOCK = 64 is a tile of 64 (review F5)
+        return re.sub(r"\b[A-Za-z_]\w*\b", lambda m: str(self.config.get(m.group(0), m.group(0))), text)
 
     def emit_loops(self, placed, loop_vars, defs, define, n, out) -> None:
         x, lay = placed.stage, placed.layout
@@ -504,9 +508,9 @@ class KernelBuilder(ValueEmitter):
         pieces = self.online_pieces.get(placed.name)
         if online and pieces and pieces[0] == n:  # the online loop over the tiles its mask admits, in order
             for start, end, fold, what in pieces[1]:
-                self.fold = fold
-                self._loop(placed, loop_vars, defs, define, n, out, inner, (start, end, what))
-            self.fold = set()
+                self.piece_fold = fold  # folded in the members' summands only (online_update), not in the
+                self._loop(placed, loop_vars, defs, define, n, out, inner, (start, end, what))  # stages in
+            self.piece_fold = set()                                        # the loop, whose axes are theirs
             return
         self._loop(placed, loop_vars, defs, define, n, out, inner)
 
@@ -654,6 +658,7 @@ class KernelBuilder(ValueEmitter):
         m = form.max
         m_acc, m_dims, _ = accs[m.name]
         saved, self.stmts = self.stmts, out
+        self.fold = self.piece_fold  # the mask, in the target's axes, where it holds on the whole tile
         tile = self.tile_part(x, Reduce("max", form.members[m.name].body, red.axes, "float32"), m_dims, rdims,
                               "float32", name=m.name)
         tile = self.emit_stmt(f"tile_{m.name}", tile) if not _is_name_ex(tile) else tile
@@ -676,6 +681,7 @@ class KernelBuilder(ValueEmitter):
         body = form.members[x.name].body
         self.update(x, acc, out, Reduce("sum", body, red.axes, red.dtype), alpha)
         out.append(Update(m_acc, new, f"{m_acc}[{', '.join(m_dims)}] = {new.id}"))
+        self.fold = set()
         self.stmts = saved
 
     def online_finish(self, placed: Placed, accs: dict, result: Val, out: list, looped: bool,

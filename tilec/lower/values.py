@@ -346,6 +346,8 @@ class ValueEmitter:
         """(key, dims per index) of a load of a tensor this kernel does not write at plain axes, each running
         over exactly its dimension: the key holds each axis's canon (its offsets and mask without names)."""
         t, env = ld.tensor, self.env[st.name]
+        if self.piece is not None:  # sub-tiles: each piece must lower to the same statements (subtiles.merge)
+            return None
         if t.name in self.p.plan.kernel_of:
             if self.p.plan.kernel_of[t.name] == self.root.name:
                 return None  # computed in this kernel (emit_load refuses it)
