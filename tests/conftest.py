@@ -6,10 +6,15 @@ triton is first imported, so it is set here, at the top of the first module pyte
 
 import difflib
 import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
+
+# Kernel files and tuning studies of the tests go to a directory of their own, not the user's
+# ~/.cache/tilec (a test that wants another sets TILEC_CACHE_DIR itself).
+os.environ.setdefault("TILEC_CACHE_DIR", tempfile.mkdtemp(prefix="tilec-tests-"))
 
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")

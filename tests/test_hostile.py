@@ -241,7 +241,7 @@ def test_name_the_generated_code_uses(role, name):
 
 
 @pytest.mark.parametrize("name", ["a_tile", "w_tile", "acc_C", "C_val", "Y_val", "x", "offs_i", "mask_j", "io",
-                                  "stride_A_0", "C_local", "A_shared", "C_kernel"])
+                                  "stride_A_0", "C_local", "A_shared", "C_kernel", "Y_kernel"])
 @pytest.mark.parametrize("role", ["A", "W", "Y"])
 def test_name_the_fused_gemm_uses(role, name):
     # cache_read tiles, the cache_write accumulator and the SiLU epilogue's temporary, named by the user

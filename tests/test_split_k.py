@@ -89,7 +89,7 @@ def test_parts_as_a_knob_and_more_parts_than_iterations():
 def test_two_kernels_a_workspace_and_the_epilogue_after_the_combine():
     s, _, _ = schedule(4)
     p = Program(s)
-    assert [k.name for k in p.kernels] == ["C_partial_kernel", "C_kernel"]
+    assert [k.name for k in p.kernels] == ["C_partial_kernel", "Y_kernel"]  # the combine stores Y
     (ws, zeroed), = p.workspaces.values()
     assert ws.name == "C_part" and ws.dtype == "float32" and not zeroed and len(ws.shape) == 3
     partial, combine = (p.source().split("@triton.jit")[n] for n in (1, 2))

@@ -64,6 +64,11 @@ from tilec.schedule.schedule import Fuse, Split, Stage
 _IDENTITY = {"sum": "0", "max": 'float("-inf")', "min": 'float("inf")'}
 
 
+def compute_text(t) -> str:
+    """The compute a stage's code comes from, as the user wrote it: `Y[i, j] = silu(C[i, j])`."""
+    return f"{t.name}[{', '.join(a.name for a in t.axis)}] = {t.body!r}"
+
+
 def _is_name_ex(e) -> bool:
     return isinstance(e, Name)
 _IDENTITY_INT = {"sum": "0", "max": "-2147483648", "min": "2147483647"}
@@ -534,6 +539,7 @@ class KernelBuilder(ValueEmitter):
             dims = self._order({d for a in t.axis for d in self.env[t.name][a].dims})
             name = self.fresh(f"acc_{t.name}")
             init = _IDENTITY[t.body.op]
+            out.append(Comment(compute_text(t)))
             out.append(AccInit(name, "[" + ", ".join(self.dim_extent[d] for d in dims) + "]", init, "float32",
                                f"{name}[{', '.join(dims)}] = {init}  # float32 running {t.body.op} of {t.name}"))
             accs[t.name] = (name, dims, "float32")
@@ -780,6 +786,7 @@ class KernelBuilder(ValueEmitter):
         is_f = dtypes.is_float(red.dtype)
         init = (_IDENTITY if is_f else _IDENTITY_INT)[red.op]
         shape = "[" + ", ".join(self.dim_extent[d] for d in dims) + "]"
+        out.append(Comment(compute_text(x.tensor)))
         out.append(AccInit(name, shape, init, red.dtype,
                            f"{name}[{', '.join(dims)}] = {init}  # {red.dtype} accumulator of {x.name}"))
         return name, dims, red.dtype
@@ -1001,6 +1008,7 @@ class KernelBuilder(ValueEmitter):
     def compute(self, x: Stage, out: list) -> None:
         """The body of an elementwise stage at its innermost point: compute, then store/keep."""
         saved, self.stmts = self.stmts, out
+        out.append(Comment(compute_text(x.tensor)))
         v = self.emit(x.tensor.body, x, {})
         self.stmts = saved
         self.finish(x, v, out)
@@ -1084,7 +1092,8 @@ class KernelBuilder(ValueEmitter):
                    if not self.p.sched.stages[n].touched and self.placed[n].layout.leaves]
         if self.split is not None:
             header.insert(2, f"split_k: {self.split.describe()}")
-        name = f"{self.root.name}_partial_kernel" if self.part is not None else f"{self.root.name}_kernel"
+        name = (f"{self.root.name}_partial_kernel" if self.part is not None  # split_k: its parts' sums
+                else self.p.plan.kernel_name(self.root.name))
         return KernelIR(
             name=name, root=self.root.name, stages=self.stages, params=params,
             grid=grid, grid_text=[self.text(g) for g in grid], body=body, header=header, num_warps=warps,

@@ -85,7 +85,7 @@ def resources(model, plan, maps) -> list[Resources]:
     out = []
     for root in plan.kernels:
         warps = root.layout.warps  # the schedule's num_warps, or the plan's default for its tile
-        res = Resources(f"{root.name}_kernel", warps, 0, 0)
+        res = Resources(plan.kernel_name(root.name), warps, 0, 0)
         regs = 0
         for p in maps._walk(root):
             stmt = model.stage_stmts[p.name][-1]
