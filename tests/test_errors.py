@@ -4,8 +4,11 @@ Each message should say what was wrong and what would be right (notes/style.md, 
 Cases where tilec does not raise the error it should are strict xfails naming the bug.
 """
 
+import math
 import re
+import sys
 
+import numpy as np
 import pytest
 import torch
 from computes import design_knobs, gemm_silu, prologue_gemm, tile_gemm
@@ -231,6 +234,87 @@ def test_bool_of_expression():
         tc.compute((4,), lambda i: A[i] if A[i] > 0 else 0.0, name="X")
 
 
+@pytest.mark.parametrize("body,hint", [
+    (lambda A, i: max(A[i], 0.0), r"builtins max\(\) and min\(\).*tc.maximum\(a, b\) / tc.minimum\(a, b\)"),
+    (lambda A, i: min(A[i], 1.0), r"builtins max\(\) and min\(\).*tc.maximum\(a, b\) / tc.minimum\(a, b\)"),
+    (lambda A, i: A[i] > 0 and A[i] < 1, r"& \| ~ to combine conditions$"),
+    (lambda A, i: not A[i] > 0, r"& \| ~ to combine conditions$"),
+])
+def test_python_control_flow_on_an_expression_names_the_tilec_function(body, hint):
+    """Issue 11: Python's max()/min() compare, and the comparison's truth value is refused with the fix."""
+    A = tc.placeholder((4,), "float32", name="A")
+    with pytest.raises(tc.ArgumentError, match=r"^a tilec expression has no truth value at definition time .*" + hint):
+        tc.compute((4,), lambda i: body(A, i), name="X")
+
+
+@pytest.mark.parametrize("body,match", [
+    (lambda A, i: torch.exp(A[i]), r"^torch.exp cannot compute on a tilec expression: .*; use tc.exp$"),
+    (lambda A, i: torch.nn.functional.silu(A[i]), r"^torch.silu cannot .*use tc.silu$"),
+    (lambda A, i: torch.maximum(A[i], A[i] * 2.0), r"^torch.maximum cannot .*use tc.maximum$"),
+    (lambda A, i: torch.where(A[i] > 0, A[i], 0.0), r"^torch.where cannot .*use tc.where$"),
+    (lambda A, i: torch.relu(A[i]), r"^torch.relu cannot .*use tc.maximum\(x, 0.0\)$"),
+    (lambda A, i: torch.erf(A[i]), r"^torch.erf cannot .*use tilec's functions \(tc.exp, tc.log, .*\) and Python's "
+                                   r"operators$"),
+    (lambda A, i: torch.tensor(2.0) * A[i], r"got Tensor tensor\(2.\): a tensor or array cannot be part of an "
+                                            r"expression; pass it as an input \(tc.placeholder\)"),
+])
+def test_torch_on_an_expression_names_the_tilec_function(body, match):
+    """Issue 11: torch.exp(A[i]) raised torch's TypeError (must be Tensor, not Load)."""
+    A = tc.placeholder((4,), "float32", name="A")
+    with pytest.raises(tc.ArgumentError, match=match):
+        tc.compute((4,), lambda i: body(A, i), name="X")
+
+
+@pytest.mark.parametrize("body,match", [
+    (lambda A, i: math.exp(A[i]), r"^float\(\) \(or a math.\* function, such as math.exp\) of a tilec expression "
+                                  r"\(A\[i\]\): it has no value at definition time.*tc.exp, tc.log"),
+    (lambda A, i: math.sqrt(A[i]), r"math.\* function.*tc.sqrt"),
+    (lambda A, i: float(A[i]), r"^float\(\).*no value at definition time"),
+    (lambda A, i: A[int(i)], r"^int\(\) of a tilec expression \(i\)"),
+    (lambda A, i: round(A[i]), r"^round\(\) of a tilec expression"),
+    (lambda A, i: math.floor(A[i]), r"^math.floor\(\) \(for integers, use // \)"),
+    (lambda A, i: A[i] ** 2, r"^A\[i\] \*\* 2: tilec has no power operator; multiply \(x \* x\)"),
+    (lambda A, i: 2.0 ** A[i], r"^2.0 \*\* A\[i\]: tilec has no power operator; use tc.exp"),
+    (lambda A, i: A[i].exp(), r"^a tilec expression has no method exp\(\) .*; use tc.exp$"),
+    (lambda A, i: np.exp(A[i]), r"^numpy.exp cannot compute on a tilec expression: .*; use tc.exp$"),
+    (lambda A, i: np.sum(A[i]), r"^numpy.sum cannot .*; use tc.sum\(x, axis=k\)$"),
+    (lambda A, i: np.ones(2) * A[i], r"^numpy.multiply of a numpy array and a tilec expression: an array cannot be "
+                                     r"part of an expression"),
+])
+def test_math_numpy_and_conversions_on_an_expression_name_the_fix(body, match):
+    """Issue 11: math.exp(A[i]) raised `must be real number, not Load`, np.exp a ufunc loop error, A[i] ** 2
+    `unsupported operand type(s)`; each is now an ArgumentError (still a TypeError) saying what to use."""
+    A = tc.placeholder((4,), "float32", name="A")
+    with pytest.raises(tc.ArgumentError, match=match) as info:
+        tc.compute((4,), lambda i: body(A, i), name="X")
+    assert isinstance(info.value, TypeError)
+
+
+def test_a_tensor_is_read_by_indexing_not_called_or_assigned():
+    A = tc.placeholder((4,), "float32", name="A")
+    with pytest.raises(tc.ArgumentError, match=r"^A\(...\): a tensor is read by indexing, A\[i, j\], not called$"):
+        tc.compute((4,), lambda i: A(i) * 2.0, name="X")
+    with pytest.raises(tc.ArgumentError, match=r"^A\[...\] = ...: tensors are not assigned; define a tensor's values "
+                                               r"with tc.compute"):
+        A[0] = 1.0
+
+
+def test_a_missing_method_is_still_an_attribute_error():
+    A = tc.placeholder((4,), "float32", name="A")
+    assert not hasattr(A[0], "exp") and not hasattr(A[0], "no_such_thing")
+    with pytest.raises(AttributeError, match=r"'Load' object has no attribute 'no_such_thing'"):
+        A[0].no_such_thing  # noqa: B018
+
+
+def test_numpy_scalars_are_numbers_in_an_expression():
+    """The numpy hooks refuse ufuncs, not numbers: np.float32(2.0) * A[i] is 2.0 * A[i], on either side."""
+    A = tc.placeholder((4,), "float32", name="A")
+    for got, want in ((np.float32(2.0) * A[0], "(2.0 * A[0])"), (A[0] * np.float32(2.0), "(A[0] * 2.0)"),
+                      (np.int64(3) + A[0], "(3 + A[0])"), (np.float32(1.0) < A[0], "(A[0] > 1.0)")):
+        assert repr(got) == want
+    assert (np.float32(2.0) * A[0]).dtype == "float32"
+
+
 def test_reduction_nested_in_expression():
     A = tc.placeholder((4, 8), "float32", name="A")
     k = tc.reduce_axis(8, name="k")
@@ -260,6 +344,15 @@ def test_reduction_axis_not_a_reduce_axis():
         tc.compute((4,), lambda i: tc.max(A[i, 0], axis=i), name="X")
     with pytest.raises(tc.ArgumentError, match=r"tc.sum: axis must be a reduce_axis .*got \[\]"):
         tc.sum(A[0, 0], axis=[])
+
+
+@pytest.mark.parametrize("op,two", [("max", r"tc.maximum\(a, b\)"), ("min", r"tc.minimum\(a, b\)")])
+def test_a_reduction_called_on_two_values_names_the_elementwise_function(op, two):
+    """tc.max(x, 0.0) (numpy's or Python's max of two values) is a reduction over an axis in tilec."""
+    A = tc.placeholder((4,), "float32", name="A")
+    with pytest.raises(tc.ArgumentError, match=rf"^tc.{op}: axis must be a reduce_axis or a list of them, got 0.0 "
+                                               rf"\(tc.{op} reduces over an axis; for two values use {two}\)$"):
+        tc.compute((4,), lambda i: getattr(tc, op)(A[i], 0.0), name="X")
 
 
 def test_reduction_axis_not_iterable():
@@ -479,24 +572,77 @@ def test_unroll_not_an_axis():
 # -- checked at lowering ------------------------------------------------------------------------
 
 
-def test_unroll_symbolic_extent_at_lowering():
+def test_unroll_of_a_symbolic_extent_is_refused_at_the_unroll():
+    """Issue 11: was refused only by tc.build; an axis keeps its extent, so no later primitive helps."""
     A, W, C, Y = gemm_silu()
     s = tc.create_schedule(Y)
     io, ii = s[C].split(C.axis[0], 16)
-    s[C].unroll(io)
     with pytest.raises(tc.LoweringError,
-                       match=r"unroll\(C.io\): its extent .*M.* is not a constant; unroll the inner axis of a split"):
-        tc.lower(s)
+                       match=r"^unroll\(C.io\): its extent cdiv\(M, 16\) is not a constant; unroll the inner axis of a "
+                             r"split$"):
+        s[C].unroll(io)
+    assert s[C].unrolled == set()
+    s[C].unroll(ii)  # the inner axis: a constant extent
+    tc.lower(s)
 
 
-def test_pipeline_of_a_tile_axis_at_lowering():
+def test_pipeline_of_a_tile_axis_is_refused_at_the_pipeline():
+    """Issue 11: was refused only by tc.build; a tile axis never becomes a serial loop (unrolled it is an
+    unrolled loop, bound a grid axis: neither is pipelined)."""
     A, W, C, Y = gemm_silu()
     s = tc.create_schedule(Y)
     io, ii = s[C].split(C.axis[0], 16)
-    s[C].pipeline(ii, 2)
-    with pytest.raises(tc.LoweringError, match=r"pipeline\(C.ii\): ii is a tile axis; only "
-                                               r"serial loops \(tl.range\) are pipelined"):
-        tc.lower(s)
+    with pytest.raises(tc.LoweringError, match=r"^pipeline\(C.ii\): ii is a tile axis \(the inner axis of split\(i, "
+                                               r"16\), a vector dimension\); only serial loops \(tl.range\) are "
+                                               r"pipelined: pipeline a serial loop instead \(such as C.io, the loop "
+                                               r"over these tiles\)$"):
+        s[C].pipeline(ii, 2)
+    assert s[C].pipelines == {}
+    s[C].pipeline(io, 2)  # the loop the message names
+    tc.lower(s)
+    s[C].bind(s[C].split(C.axis[1], 16)[0], "program_id.0")
+    with pytest.raises(tc.LoweringError, match=r"pipeline a serial loop instead$"):  # jo is bound: not named
+        s[C].pipeline(s[C].leaves[3], 2)
+
+
+@pytest.mark.parametrize("first,then,match", [
+    ("unroll", "pipeline", r"^pipeline\(C.iio\): iio is unrolled \(tl.static_range\); only serial loops \(tl.range\) "
+                           r"are pipelined: unroll it or pipeline it, not both$"),
+    ("pipeline", "unroll", r"^unroll\(C.iio\): iio is pipelined \(pipeline\(iio, stages=2\)\); only serial loops "
+                           r"\(tl.range\) are pipelined: unroll it or pipeline it, not both$"),
+    ("pipeline", "bind", r"^bind\(C.iio, 'program_id.0'\): iio is pipelined \(pipeline\(iio, stages=2\)\), and a grid "
+                         r"axis is no loop"),
+    ("unroll", "bind", r"^bind\(C.iio, 'program_id.0'\): iio is unrolled, and a grid axis is no loop"),
+])
+def test_a_loop_scheduled_two_ways_the_lowering_refuses_is_refused_at_the_second(first, then, match):
+    """Issue 11: pipeline of an unrolled loop and unroll of a pipelined one failed at tc.build; bind of
+    either failed at build (pipelined) or dropped the unroll silently (the grid wins)."""
+    A, W, C, Y = gemm_silu()
+    s = tc.create_schedule(Y)
+    io, ii = s[C].split(C.axis[0], 16)
+    iio, iii = s[C].split(ii, 4)
+    s[C].reorder(iio, io)
+    getattr(s[C], first)(*((iio, 2) if first == "pipeline" else (iio,)))
+    before = s.fingerprint()
+    args = {"pipeline": (iio, 2), "unroll": (iio,), "bind": (iio, "program_id.0")}[then]
+    with pytest.raises(tc.LoweringError, match=match):
+        getattr(s[C], then)(*args)
+    assert s.fingerprint() == before
+
+
+def test_persistent_with_another_grid_axis_is_refused_at_the_primitive():
+    """Issue 11: a persistent axis beside another grid axis failed at tc.build, either order."""
+    s, (A, W, C, Y), ax = gemm_silu_schedule()  # io on program_id.0, jo on program_id.1
+    with pytest.raises(tc.LoweringError, match=r"^persistent\(io\): C's tile loop runs its one grid axis on "
+                                               r"program_id.0, but C also binds jo to the grid; fuse \(or swizzle\) the "
+                                               r"grid axes into one$"):
+        s[C].persistent(ax["io"])
+    s, (A, W, C, Y), ax = gemm_silu_schedule(bind_jo=False)
+    s[C].persistent(ax["io"])
+    with pytest.raises(tc.LoweringError, match=r"^bind\(C.jo, 'program_id.1'\): C's tile loop \(persistent\) runs its "
+                                               r"one grid axis on program_id.0, so C binds no other axis"):
+        s[C].bind(ax["jo"], "program_id.1")
+    assert ax["jo"] not in s[C].binds
 
 
 @pytest.mark.parametrize("prim", ["pipeline", "split", "unroll", "fuse"])
@@ -525,13 +671,62 @@ def test_non_power_of_two_tile(factor, lo, hi):
         tc.lower(s)
 
 
-def test_non_power_of_two_tile_from_knob_config():
+@pytest.mark.parametrize("choices", [[16, 24], [24, 16]])
+def test_non_power_of_two_tile_from_a_knob_is_refused_at_the_split(choices):
+    """Issue 11: a knob choice that can never be the tile its split makes used to pass the split (checked
+    with the knob's first choice) and fail at tc.build with that choice; now the split refuses it, whichever
+    choice comes first, and leaves the schedule (and its knobs) as they were."""
     A, W, C, Y = gemm_silu()
     s = tc.create_schedule(Y)
-    s[C].split(C.axis[0], tc.knob("BM", [16, 24]))
-    tc.lower(s)  # the default, 16, is fine
-    with pytest.raises(tc.LoweringError, match=r"tile of extent 24 \(from split\(i, BM\)\).*use 16 or 32"):
-        tc.lower(s, {"BM": 24})
+    with pytest.raises(tc.LoweringError, match=rf"^C.split\(C.i, BM\): tc.knob\('BM', \{choices}\) offers 24, but "
+                                               r"C.ii is a tile of extent BM \(from split\(i, BM\)\), and Triton tiles "
+                                               r"\(tl.arange\) need a power of two and a multiple of 16 is lowered as "
+                                               r"power-of-two sub-tiles .*Its choice 16 can be this tile: drop 24 from "
+                                               r"the knob's choices \(or use 16 or 32\)"):
+        s[C].split(C.axis[0], tc.knob("BM", choices))
+    assert s.log == [] and s.knobs == {} and s[C].leaves == [*C.axis, *C.reduce_axis]
+    s[C].split(C.axis[0], tc.knob("BM", [16, 32, 48]))  # 48: a multiple of 16, lowered as sub-tiles
+    for bm in (16, 32, 48):
+        tc.lower(s, {"BM": bm})
+
+
+def test_a_knob_choice_that_only_sub_tiles_can_make_on_a_reduce_axis_is_refused_at_the_split():
+    A, W, C, Y = gemm_silu()
+    s = tc.create_schedule(Y)
+    with pytest.raises(tc.LoweringError, match=r"C.split\(C.k, BK\): tc.knob\('BK', \[32, 48\]\) offers 48, but "
+                                               r"C.ki is a tile .*sub-tiles need a spatial axis of the kernel's root "
+                                               r"stage. Its choice 32 can be this tile"):
+        s[C].split(C.reduce_axis[0], tc.knob("BK", [32, 48]))
+
+
+def test_a_sub_tiled_knob_choice_is_refused_where_compute_at_makes_its_stage_no_kernel_root():
+    """g's tile of BG lowers as sub-tiles while g is its kernel's root; computed inside h's kernel (at an
+    outer loop, with c its own axis), 96 can no longer be a tile: the compute_at is refused, not the build."""
+    M, N = tc.size_vars("M N")
+    X = tc.placeholder((M, N), "float32", name="X")
+    g = tc.compute((M, N), lambda r, c: tc.exp(X[r, c]), name="g")
+    h = tc.compute((M, N), lambda r, c: g[r, c] * 2.0, name="h")
+    s = tc.create_schedule(h)
+    ro, co, ri, ci = s[h].tile(*h.axis, 16, 64)
+    s[h].bind(ro, "program_id.0")
+    s[g].split(g.axis[1], tc.knob("BG", [64, 96]))
+    tc.lower(s, {"BG": 96})  # its own kernel: sub-tiles 64 + 32
+    with pytest.raises(tc.LoweringError, match=r"^compute_at\(g, h.ro\): tc.knob\('BG', \[64, 96\]\) offers 96, "
+                                               r"but g.ci is a tile of extent BG \(from split\(c, BG\)\) \(g is "
+                                               r"computed inside another stage's kernel\).*sub-tiles need a spatial "
+                                               r"axis of the kernel's root stage. Its choice 64 can be this tile"):
+        s[g].compute_at(s[h], ro)
+    assert s[g].attach is None
+
+
+def test_a_knob_whose_choices_are_all_no_tile_is_left_to_build():
+    """split(j, 6) may be split again (test_regressions.py): a knob none of whose choices is a tile is a
+    factor the primitive cannot judge yet, as an int is."""
+    A, W, C, Y = gemm_silu()
+    s = tc.create_schedule(Y)
+    jo, ji = s[C].split(C.axis[1], tc.knob("BN", [6, 12]))
+    s[C].split(ji, 2)
+    tc.lower(s, {"BN": 12})
 
 
 def test_spatial_loop_inside_reduction_loop():
@@ -667,12 +862,165 @@ def test_compute_at_epilogue_outside_a_loop_that_defines_its_axis():
 
 
 def test_compute_at_on_a_tile_axis():
+    """Issue 11: a place at a tile axis was accepted by compute_at and refused by tc.build, whose message
+    offered C.ko, where Y would read C before its reduction is complete; now compute_at refuses it and
+    names only the places that are accepted."""
     s, (A, W, C, Y), ax = gemm_silu_schedule()
-    s[C].reorder(ax["ii"], ax["ji"], ax["ko"])  # tiles before the reduction loop: ji is a legal place for Y
-    s[Y].compute_at(s[C], ax["ji"])
-    with pytest.raises(tc.LoweringError, match=r"compute_at\(Y, C.ji\): ji is a tile axis \(a vector dimension, not a "
-                                               r"loop\).*place Y at one of C.io, C.jo, C.ko"):
+    s[C].reorder(ax["ii"], ax["ji"], ax["ko"])  # tiles before the reduction loop (tiles are no loops)
+    with pytest.raises(tc.LoweringError, match=r"^compute_at\(Y, C.ji\): ji is a tile axis \(a vector dimension, not a "
+                                               r"loop: the inner axis of split\(j, BN\)\), so nothing can be computed "
+                                               r"at it; place Y at one of C.io, C.jo$"):
+        s[Y].compute_at(s[C], ax["ji"])
+    assert s[Y].attach is None and not any(st.primitive == "compute_at" for st in s.trace)
+
+
+def test_a_misplaced_stage_found_at_build_names_the_places_that_build():
+    """A place that bypasses compute_at (set by hand): tc.build's message names the places that are
+    accepted, not every loop of C's kernel (C.ko would be illegal for Y)."""
+    s, (A, W, C, Y), ax = gemm_silu_schedule()
+    s[Y].attach = (s[C], ax["ji"])
+    with pytest.raises(tc.LoweringError, match=r"^compute_at\(Y, C.ji\): ji is a tile axis \(a vector dimension, not a "
+                                               r"loop\) or not a loop of C's kernel; place Y at one of C.io, C.jo$"):
         tc.lower(s)
+
+
+# ---------------------------------------------------------------------------------------------
+# the places an error suggests are accepted: each is applied and the schedule builds (issue 11)
+
+_PLACES = re.compile(r"(?:Legal locations for \w+ are: |the legal places for \w+ are: |place \w+ at (?:one of )?)"
+                     r"((?:[A-Za-z]\w*\.[A-Za-z]\w*)(?:, [A-Za-z]\w*\.[A-Za-z]\w*)*)")
+
+
+def suggested_places(message: str) -> list[str]:
+    """Every place ('C.jo') an error message suggests, in each of the forms tilec writes them."""
+    return [p for group in _PLACES.findall(message) for p in group.split(", ")]
+
+
+def _leaf(s, place: str):
+    stage, name = place.split(".")
+    return s[stage], next(a for a in s[stage].leaves if a.name == name)
+
+
+def _example(name: str):
+    """An example's module (examples/<name>.py), for its make()."""
+    import importlib.util
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent / "examples"
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))  # the examples import their `common`
+    spec = importlib.util.spec_from_file_location(f"example_{name}", root / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _gemm():
+    s, (A, W, C, Y), ax = gemm_silu_schedule()
+    return s, [A, W, Y], ax
+
+
+def _gemm_serial_jo():
+    s, (A, W, C, Y), ax = gemm_silu_schedule(bind_jo=False)
+    return s, [A, W, Y], ax
+
+
+def _y(s):
+    return s[s.tensors["Y"]]
+
+
+def _cache(kind, tensor):
+    def place(s, target, axis):
+        C = s.tensors["C"]
+        st = (s.cache_read(s.tensors[tensor], "shared", readers=[C]) if kind == "read"
+              else s.cache_write(C, "local"))
+        st.compute_at(target, axis)
+    return place
+
+
+MISPLACED = {  # the schedule, how the stage is placed at (target, axis), the axis that misplaces it
+    "Y at C.ko (a reduction)": (_gemm, lambda s, t, a: _y(s).compute_at(t, a), "ko"),
+    "Y at the tile C.ji": (_gemm, lambda s, t, a: _y(s).compute_at(t, a), "ji"),
+    "Y at the tile C.ki": (_gemm, lambda s, t, a: _y(s).compute_at(t, a), "ki"),
+    "A_shared at the tile C.ki": (_gemm, _cache("read", "A"), "ki"),
+    "W_shared at the tile C.ji": (_gemm, _cache("read", "W"), "ji"),
+    "C_local at C.ko": (_gemm, _cache("write", None), "ko"),
+    "C_local at the tile C.ii": (_gemm, _cache("write", None), "ii"),
+}
+
+
+@pytest.mark.parametrize("case", list(MISPLACED))
+def test_each_place_a_primitive_suggests_builds(case):
+    make, place, bad = MISPLACED[case]
+    s, args, ax = make()
+    with pytest.raises(tc.TilecError) as info:
+        place(s, s[s.tensors["C"]], ax[bad])
+    places = suggested_places(str(info.value))
+    assert places, str(info.value)
+    for where in places:
+        s, args, ax = make()
+        place(s, *_leaf(s, where))
+        tc.build(s, args)
+
+
+def test_each_place_a_build_error_suggests_builds():
+    """Places found only at build (set behind compute_at's back, or made illegal by a later reorder)."""
+    def by_hand(s, ax):
+        _y(s).attach = (s[s.tensors["C"]], ax["ji"])
+
+    def outer(s, ax):
+        _y(s).compute_at(s[s.tensors["C"]], ax["io"])  # Y's j follows the serial jo inside io
+
+    def behind(s, ax):
+        C = s.tensors["C"]
+        s.cache_write(C, "local").compute_at(s[C], ax["jo"])
+        s[C].reorder(ax["ko"], ax["jo"])
+
+    cases = [(_gemm, by_hand, lambda s, t, a: _y(s).compute_at(t, a)),
+             (_gemm_serial_jo, outer, lambda s, t, a: _y(s).compute_at(t, a)),
+             (_gemm, behind, None)]
+    for make, misplace, place in cases:
+        s, args, ax = make()
+        misplace(s, ax)
+        with pytest.raises(tc.LoweringError) as info:
+            tc.build(s, args)
+        places = suggested_places(str(info.value))
+        assert places, str(info.value)
+        for where in places:
+            s, args, ax = make()
+            if place is None:  # the cache_write of `behind`, placed where suggested
+                C = s.tensors["C"]
+                cw = s.cache_write(C, "local")
+                s[C].reorder(ax["ko"], ax["jo"])
+                cw.compute_at(*_leaf(s, where))
+            else:
+                place(s, *_leaf(s, where))
+            tc.build(s, args)
+
+
+def test_the_suggested_place_computes_the_right_values():
+    s, (A, W, C, Y), ax = gemm_silu_schedule()
+    with pytest.raises(tc.LoweringError) as info:
+        s[Y].compute_at(s[C], ax["ki"])
+    places = suggested_places(str(info.value))
+    assert places == ["C.io", "C.jo"]
+    s[Y].compute_at(*_leaf(s, places[-1]))
+    a, w = torch.randn(37, 20), torch.randn(20, 29)
+    torch.testing.assert_close(tc.build(s, [A, W, Y])(a, w), torch.nn.functional.silu(a @ w), rtol=1e-4, atol=1e-4)
+
+
+def test_compute_with_at_a_tile_axis_is_refused_and_names_a_loop_that_builds():
+    """Issue 11: compute_with at a tile axis was refused only at build."""
+    swiglu = _example("swiglu")
+    s, args = swiglu.make(one_loop=False)
+    G, U = s[s.tensors["G"]], s[s.tensors["U"]]
+    ki = next(a for a in G.leaves if a.name == "ki")
+    with pytest.raises(tc.LoweringError, match=r"^compute_with\(U, G.ki\): ki is a tile axis \(a vector dimension, not "
+                                               r"a loop: the inner axis of split\(k, BK\)\), and compute_with joins two "
+                                               r"loops; use G's outermost loop there, such as G.ko$") as info:
+        U.compute_with(G, ki)
+    assert U.fused_with is None
+    U.compute_with(*_leaf(s, re.search(r"such as (\w+\.\w+)", str(info.value)).group(1)))
+    tc.build(s, args)
 
 
 def test_compute_at_needs_plain_axis_positions():
@@ -853,20 +1201,41 @@ def test_cache_write_of_a_non_tensor():
         s.cache_write("C", "local")
 
 
-def test_cache_write_of_a_non_reduction_at_lowering():
+def test_cache_write_of_a_non_reduction_is_refused_at_its_compute_at():
+    """Issue 11: was refused only by tc.build; Y's compute never becomes a reduction, so compute_at says it."""
     A, W, C, Y = gemm_silu()
     s = tc.create_schedule(Y)
-    s.cache_write(Y, "local").compute_at(s[Y], Y.axis[0])
-    with pytest.raises(tc.LoweringError, match=r"cache_write\(Y, 'local'\): Y is not a reduction; there is no "
-                                               r"accumulator"):
-        tc.lower(s)
+    cw = s.cache_write(Y, "local")
+    with pytest.raises(tc.LoweringError, match=r"^cache_write\(Y, 'local'\): Y is not a reduction; there is no "
+                                               r"accumulator to keep in registers, so Y_local takes no compute_at .*"
+                                               r"drop the compute_at"):
+        cw.compute_at(s[Y], Y.axis[0])
+    assert cw.attach is None
+    tc.lower(s)  # unplaced, it only chooses how Y's tiles are stored
 
 
-def test_cache_write_inside_the_reduction_loop_at_lowering():
+@pytest.mark.parametrize("axis,why", [("ko", "a reduction loop"), ("ki", "the inner axis of a split"),
+                                      ("ii", "the inner axis of a split")])
+def test_cache_write_inside_the_reduction_loop_is_refused_at_its_compute_at(axis, why):
+    """Issue 11: was refused only by tc.build. A reduction loop or a split's inner axis is never a place
+    for the accumulator, whatever follows."""
     s, (A, W, C, Y), ax = gemm_silu_schedule()
-    s.cache_write(C, "local").compute_at(s[C], ax["ko"])
-    with pytest.raises(tc.LoweringError, match=r"C_local.compute_at\(C, ko\): the accumulator must live outside the "
-                                               r"reduction loops; place it at one of io, jo"):
+    cw = s.cache_write(C, "local")
+    with pytest.raises(tc.LoweringError, match=rf"^compute_at\(C_local, C.{axis}\): the accumulator must live outside "
+                                               rf"the reduction loops, and {axis} is {why}; place it at one of C.io, "
+                                               rf"C.jo$"):
+        cw.compute_at(s[C], ax[axis])
+    assert cw.attach is None
+
+
+def test_cache_write_behind_a_reduction_loop_at_lowering():
+    """jo after ko in C's order (a reorder could undo it) is left to build, whose message names the places
+    that build (C.io; not C.jo, refused by the same rule)."""
+    s, (A, W, C, Y), ax = gemm_silu_schedule()
+    s.cache_write(C, "local").compute_at(s[C], ax["jo"])
+    s[C].reorder(ax["ko"], ax["jo"])
+    with pytest.raises(tc.LoweringError, match=r"^C_local.compute_at\(C, jo\): the accumulator must live outside the "
+                                               r"reduction loops; place it at C.io$"):
         tc.lower(s)
 
 

@@ -322,7 +322,7 @@ def test_lower_design_schedule_loop_nest():
     s, _, _ = design_schedule()
     text = str(tc.lower(s, config={"BM": 16, "BN": 32, "BK": 16, "stages": 3}))
     lines = [line.strip() for line in text.splitlines()]
-    assert lines[0].startswith("kernel C_kernel  (stages: C, Y; num_warps=4)")
+    assert lines[0].startswith("kernel Y_kernel  (stages: C, Y; num_warps=4)")  # named after its output
     assert "config: BK=16, BM=16, BN=32, stages=3" in lines
     assert "grid (cdiv(M, 16), cdiv(N, 32))" in lines
     assert "acc_C[ii, ji] = 0  # float32 accumulator of C" in lines

@@ -3,6 +3,19 @@
 The pipeline, one package per step:
   ir (compute DAG) -> schedule (primitives) -> poly (isl facts) -> lower (loop nest, Triton source)
   -> runtime (compile, launch)      plus tune (knobs, search).
+
+The API, in the order a program uses it (each name's docstring has its parameters, errors and an
+example; `help(tc.Stage)` lists the primitives):
+  compute    size_vars, placeholder, compute, reduce_axis, sum / max / min, exp, log, sqrt, rsqrt,
+             sigmoid, silu, tanh, abs, maximum, minimum, where, assume
+  schedule   create_schedule -> Schedule (s[C] is a Stage: split, tile, reorder, fuse, swizzle, bind,
+             compute_at, compute_with, compute_inline, compute_root, pipeline, unroll, num_warps,
+             persistent, split_k, online; s.cache_read, s.cache_write), knob, flag, replay, default_trace
+  build      lower (the loop nests and Triton source), build -> Kernel (call it on torch tensors),
+             analyze (isl's resource estimates)
+  tune       tune -> Tuned, over a ShapeMix
+  errors     TilecError: ArgumentError, IllegalScheduleError, LoweringError; TuningInterrupted (a
+             KeyboardInterrupt) when tc.tune is stopped
 """
 
 # `tc.lower` and `tc.tune` are the subpackages, and calling one calls its function: tc.lower(s) is

@@ -12,11 +12,40 @@ from __future__ import annotations
 
 
 class TilecError(Exception):
-    """Base class of every error tilec raises on purpose."""
+    """Base class of every error tilec raises on purpose: catch it to catch them all.
+
+    Every message says what was wrong and what would be right.
+
+    Example:
+        >>> try:
+        ...     tc.knob("BM", [])
+        ... except tc.TilecError as e:
+        ...     print(type(e).__name__)
+        ArgumentError
+    """
 
 
 class IllegalScheduleError(TilecError):
-    """A schedule that would compute a wrong answer."""
+    """A schedule that would compute a wrong answer: a dependence, rounding, bounds or parallelism violation.
+
+    Raised by the primitive that makes the schedule illegal (it is undone first), and by `tc.lower` and
+    `tc.build`, which check the whole schedule again with the real config.
+
+    Args:
+        message: what is wrong, with a concrete counterexample and the legal alternatives.
+        primitive: the primitive that was refused (`"compute_at"`, or `"build"`).
+        stage: the name of the stage it was applied to.
+        reason: `"rounding"`, `"dependence"`, `"parallel"`, `"bounds"`, `"flow"` or `"online"`.
+        counterexample: the instance pair (or sizes) that shows the violation.
+
+    Example:
+        >>> io, ii = s[C].split(i, 64)
+        >>> try:
+        ...     s[C].bind(s[C].split(k, 32)[0], "program_id.1")
+        ... except tc.IllegalScheduleError as e:
+        ...     print(e.primitive, e.stage, e.reason)
+        bind C parallel
+    """
 
     def __init__(self, message: str, *, primitive: str | None = None, stage: str | None = None,
                  reason: str | None = None, counterexample: object = None):
@@ -28,8 +57,31 @@ class IllegalScheduleError(TilecError):
 
 
 class LoweringError(TilecError):
-    """A legal schedule that cannot be expressed in Triton; the message says what would be."""
+    """A legal schedule that cannot be expressed in Triton (a tile that is not a power of two, a place that
+    is not a loop); the message says what would be.
+
+    Raised by a primitive where no later primitive could make the schedule lowerable, otherwise by
+    `tc.lower` and `tc.build`.
+
+    Example:
+        >>> try:
+        ...     s[C].split(i, tc.knob("BM", [64, 100]))
+        ... except tc.LoweringError as e:
+        ...     print(str(e)[:60])
+        C.split(C.i, BM): tc.knob('BM', [64, 100]) offers 100, but C
+    """
 
 
 class ArgumentError(TilecError, ValueError, TypeError):
-    """A bad argument: to a compute or schedule call, or a tensor handed to a kernel."""
+    """A bad argument: to a compute or schedule call, or a tensor handed to a kernel.
+
+    Also a `ValueError` and a `TypeError`, so code that catches those keeps working. The message names
+    the argument (`argument 2, 'factor' to split: ...`) and what it expects.
+
+    Example:
+        >>> try:
+        ...     s[C].split(i, 0)
+        ... except ValueError as e:
+        ...     print(e)
+        argument 2, 'factor' to split: expected a positive int or a tc.knob, got 0
+    """

@@ -66,8 +66,62 @@ class Expr:
     __hash__ = object.__hash__
 
     def __bool__(self):
-        raise ArgumentError("a tilec expression has no truth value at definition time; "
-                            "use tc.where(cond, a, b) instead of `if`/`and`/`or`")
+        raise ArgumentError(f"a tilec expression has no truth value at definition time ({self!r}); Python's "
+                            f"`if`, `and`, `or`, `not` and the builtins max() and min() (which compare) need one: "
+                            f"use tc.where(cond, a, b) instead of `if`/`and`/`or`, tc.maximum(a, b) / "
+                            f"tc.minimum(a, b) instead of max(a, b) / min(a, b), and & | ~ to combine conditions")
+
+    # Python's and other libraries' numeric hooks: an expression has no value until the kernel runs, so
+    # math.*, float(), int(), torch.* and numpy.* on it would fail with a TypeError that names no fix
+    def _no_number(self, what: str):
+        raise ArgumentError(f"{what} of a tilec expression ({self!r}): it has no value at definition time. "
+                            f"math.* and float()/int() need a number; inside tc.compute use tilec's functions "
+                            f"({_TC_FUNCTIONS}) and .astype(dtype) to convert")
+
+    def __float__(self): self._no_number("float() (or a math.* function, such as math.exp)")
+    def __int__(self): self._no_number("int()")
+    def __index__(self): self._no_number("an integer value (int(), range(), a list index)")
+    def __complex__(self): self._no_number("complex()")
+    def __round__(self, ndigits=None): self._no_number("round()")
+    def __trunc__(self): self._no_number("math.trunc()")
+    def __floor__(self): self._no_number("math.floor() (for integers, use // )")
+    def __ceil__(self): self._no_number("math.ceil()")
+
+    def __pow__(self, o):
+        raise ArgumentError(f"{self!r} ** {o!r}: tilec has no power operator; multiply (x * x) for a small "
+                            f"integer power, or use tc.sqrt / tc.rsqrt / tc.exp(n * tc.log(x)) for x > 0")
+
+    def __rpow__(self, o):
+        raise ArgumentError(f"{o!r} ** {self!r}: tilec has no power operator; use tc.exp({self!r} * math.log(b)) "
+                            f"for a constant base b > 0")
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        """torch.exp(A[i, j]) and friends: torch computes on tensors, not on tilec expressions."""
+        raise ArgumentError(_foreign("torch", func))
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """numpy's ufuncs: a numpy scalar in an operator (np.float32(2) * X[i]) is a number; np.exp(X[i])
+        and other ufuncs on an expression are refused with tilec's function to use."""
+        op = _NUMPY_OPERATORS.get(ufunc.__name__)
+        if method == "__call__" and op is not None and not kwargs and all(
+                isinstance(x, Expr) or _is_number(x) for x in inputs):
+            return op(*(x if isinstance(x, Expr) else x.item() if hasattr(x, "item") else x for x in inputs))
+        if op is not None:  # an operator with a numpy array on one side
+            raise ArgumentError(f"numpy.{ufunc.__name__} of a numpy array and a tilec expression: an array cannot "
+                                f"be part of an expression; pass it as an input (tc.placeholder) and read it "
+                                f"(B[i]), or use a number")
+        raise ArgumentError(_foreign("numpy", ufunc))
+
+    def __getattr__(self, name: str):
+        """`X[i].exp()`: tensor methods do not exist on expressions; the error says which function does."""
+        if name.startswith("_") or name not in _TC_NAME:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        raise _NoMethod(f"a tilec expression has no method {name}() (it has .astype(dtype), .eq(b) and .ne(b)); "
+                        f"use {_TC_NAME[name]}")
+
+    def __array_function__(self, func, types, args, kwargs):
+        raise ArgumentError(_foreign("numpy", func))
 
     def astype(self, dtype) -> Expr:
         """Round this value to `dtype` here (a rounding point inside an expression)."""
@@ -75,6 +129,55 @@ class Expr:
 
     def children(self) -> tuple[Expr, ...]:
         return ()
+
+
+_TC_FUNCTIONS = ("tc.exp, tc.log, tc.sqrt, tc.rsqrt, tc.sigmoid, tc.silu, tc.tanh, tc.abs, tc.maximum, "
+                 "tc.minimum, tc.where, tc.sum, tc.max, tc.min")
+# the tilec function for a torch or numpy function of that name
+_TC_NAME = {"exp": "tc.exp", "log": "tc.log", "sqrt": "tc.sqrt", "rsqrt": "tc.rsqrt", "sigmoid": "tc.sigmoid",
+            "expit": "tc.sigmoid", "silu": "tc.silu", "tanh": "tc.tanh", "abs": "tc.abs", "absolute": "tc.abs",
+            "fabs": "tc.abs", "maximum": "tc.maximum", "fmax": "tc.maximum", "minimum": "tc.minimum",
+            "fmin": "tc.minimum", "where": "tc.where", "sum": "tc.sum(x, axis=k)", "amax": "tc.max(x, axis=k)",
+            "max": "tc.max(x, axis=k) (over a reduce axis) or tc.maximum(a, b) (of two values)",
+            "amin": "tc.min(x, axis=k)",
+            "min": "tc.min(x, axis=k) (over a reduce axis) or tc.minimum(a, b) (of two values)",
+            "relu": "tc.maximum(x, 0.0)", "clamp": "tc.minimum(tc.maximum(x, lo), hi)",
+            "clip": "tc.minimum(tc.maximum(x, lo), hi)", "square": "x * x", "reciprocal": "1.0 / x",
+            "neg": "-x", "negative": "-x", "mul": "*", "multiply": "*", "add": "+", "sub": "-", "subtract": "-",
+            "div": "/", "divide": "/", "true_divide": "/"}
+
+
+class _NoMethod(ArgumentError, AttributeError):
+    """`X[i].exp()`: an AttributeError (so hasattr() is False) that says which tilec function to use."""
+
+
+def _foreign(lib: str, func) -> str:
+    """The message for a torch or numpy function applied to a tilec expression."""
+    name = getattr(func, "__name__", None) or str(func)
+    name = name.strip("_").removeprefix("r") if name.startswith("__") else name
+    use = _TC_NAME.get(name)
+    hint = f"use {use}" if use else f"use tilec's functions ({_TC_FUNCTIONS}) and Python's operators"
+    return (f"{lib}.{name} cannot compute on a tilec expression: inside tc.compute, a value is a tilec "
+            f"expression, not a {lib} {'tensor' if lib == 'torch' else 'array'}; {hint}")
+
+
+def _is_number(x) -> bool:
+    import numbers
+    return isinstance(x, numbers.Number) and not isinstance(x, bool) or type(x).__module__ == "numpy" and \
+        hasattr(x, "item") and getattr(x, "ndim", 1) == 0
+
+
+def _numpy_operators():
+    import operator
+    table = {"add": operator.add, "subtract": operator.sub, "multiply": operator.mul, "divide": operator.truediv,
+             "true_divide": operator.truediv, "floor_divide": operator.floordiv, "remainder": operator.mod,
+             "less": operator.lt, "less_equal": operator.le, "greater": operator.gt, "greater_equal": operator.ge,
+             "bitwise_and": operator.and_, "bitwise_or": operator.or_, "negative": operator.neg,
+             "equal": lambda a, b: as_expr(a).eq(b), "not_equal": lambda a, b: as_expr(a).ne(b)}
+    return table
+
+
+_NUMPY_OPERATORS = _numpy_operators()
 
 
 def as_expr(value: object) -> Expr:
@@ -102,6 +205,10 @@ def as_expr(value: object) -> Expr:
     if isinstance(value, numbers.Real):
         value = float(value)
         return Const(value, "float32")  # NaN and infinities included (emitted as float("nan") etc.)
+    if type(value).__module__.split(".")[0] in ("torch", "numpy"):
+        raise ArgumentError(f"expected a tilec expression or a number, got {type(value).__name__} {value!r}: a "
+                            f"tensor or array cannot be part of an expression; pass it as an input "
+                            f"(tc.placeholder) and read it (B[i]), or use a number (x.item())")
     raise ArgumentError(f"expected a tilec expression or a number, got {type(value).__name__} {value!r}")
 
 
@@ -298,7 +405,26 @@ class Reduce(Expr):
 
 
 def size_vars(names: str | Iterable[str]) -> tuple[SizeVar, ...]:
-    """`M, N, K = tc.size_vars("M N K")`: symbolic sizes, bound from tensor shapes at call time."""
+    """`M, N, K = tc.size_vars("M N K")`: symbolic sizes, bound from tensor shapes at call time.
+
+    One kernel serves every value of its sizes; each call reads them from the shapes of its inputs.
+
+    Args:
+        names: the names, in one string (separated by spaces or commas) or a list; identifiers.
+
+    Returns:
+        One `SizeVar` per name, in order.
+
+    Raises:
+        ArgumentError: no name, a name that is no identifier (or is reserved), or names neither in a
+            string nor a list.
+
+    Example:
+        >>> M, N = tc.size_vars("M N")
+        >>> X = tc.placeholder((M, N), "float32", name="X")
+        >>> X
+        <placeholder X[M, N] float32>
+    """
     if isinstance(names, str):
         names = names.replace(",", " ").split()
     elif not isinstance(names, (list, tuple)):
@@ -312,13 +438,26 @@ def size_vars(names: str | Iterable[str]) -> tuple[SizeVar, ...]:
 _FACT_OPS = ("<", "<=", ">", ">=", "==", "!=")
 
 
-def assume(fact) -> None:
+def assume(fact: Expr) -> None:
     """State a fact about sizes that isl may use: `tc.assume(M % 64 == 0)`, `tc.assume(K >= 128)`,
     `tc.assume(N.eq(4096))`. Kernels then check it on every call (ArgumentError if it fails).
 
     A fact compares affine expressions of sizes and ints (+, -, * by an int, // and % by a positive int),
     the facts isl reads. One that no sizes (each at least 1) satisfy, alone or with the facts already
-    stated on its sizes, is refused: every call would fail.
+    stated on its sizes, is refused: every call would fail. The fact is kept on the size objects, for
+    every compute that uses them.
+
+    Args:
+        fact: a comparison (`<`, `<=`, `>`, `>=`, `==`, `!=`, or `.eq()` / `.ne()`) of sizes and ints.
+
+    Raises:
+        ArgumentError: not a comparison of sizes and ints, not affine, or no sizes satisfy it.
+
+    Example:
+        >>> (L,) = tc.size_vars("L")
+        >>> tc.assume(L % 64 == 0)
+        >>> L.facts
+        [((L % 64) == 0)]
     """
     import islpy as isl
 
@@ -403,8 +542,28 @@ def assume(fact) -> None:
         sv.facts.append(fact)
 
 
-def reduce_axis(extent, name: str) -> IterVar:
-    """A reduction axis over `range(extent)`: `k = tc.reduce_axis(K, name="k")`."""
+def reduce_axis(extent: int | Expr, name: str) -> IterVar:
+    """A reduction axis over `range(extent)`: `k = tc.reduce_axis(K, name="k")`.
+
+    Use it in a `tc.sum` / `tc.max` / `tc.min` that is the whole body of a compute. An axis prints as its
+    name (its repr is the name, as in the expressions it appears in); `.extent` is its extent.
+
+    Args:
+        extent: a positive int, or an integer expression of sizes.
+        name: an identifier; it names the loop in the generated code.
+
+    Returns:
+        The axis (an `IterVar` of kind "reduce").
+
+    Raises:
+        ArgumentError: the extent is not a positive int or an integer expression of sizes, or the name
+            is no identifier.
+
+    Example:
+        >>> r = tc.reduce_axis(K, name="r")
+        >>> r, r.extent, r.kind
+        (r, K, 'reduce')
+    """
     return IterVar(name, check_extent(extent, f"reduce_axis {name!r}"), "reduce")
 
 
@@ -428,7 +587,9 @@ def check_extent(extent, what: str) -> Expr:
 def _reduce(op: str, body, axis, acc_dtype) -> Reduce:
     axes = (axis,) if isinstance(axis, IterVar) else tuple(axis) if isinstance(axis, (list, tuple)) else ()
     if not axes or not all(isinstance(a, IterVar) and a.kind == "reduce" for a in axes):
-        raise ArgumentError(f"tc.{op}: axis must be a reduce_axis or a list of them, got {axis!r}")
+        two = {"max": "tc.maximum(a, b)", "min": "tc.minimum(a, b)", "sum": "a + b"}[op]
+        raise ArgumentError(f"tc.{op}: axis must be a reduce_axis or a list of them, got {axis!r} (tc.{op} reduces "
+                            f"over an axis; for two values use {two})")
     body = as_expr(body)
     if acc_dtype is None:
         acc_dtype = "float32" if is_float(body.dtype) else "int32"  # a sum of comparisons counts, as in torch
@@ -437,26 +598,77 @@ def _reduce(op: str, body, axis, acc_dtype) -> Reduce:
     return Reduce(op, body, axes, check_dtype(acc_dtype, f"tc.{op} acc_dtype"))
 
 
-def sum(expr, axis, acc_dtype=None) -> Reduce:  # noqa: A001 - mirrors tvm.te.sum
-    """Sum of `expr` over the reduce axis (or axes) `axis`, accumulated in `acc_dtype`."""
+_REDUCE_DOC = """{what} of `expr` over the reduce axis (or axes) `axis`, accumulated in `acc_dtype`.
+
+    It must be the whole body of a compute (as in TVM); do anything else to its result in a second
+    compute, which `compute_at` can fuse back.{extra}
+
+    Args:
+        expr: the value to reduce: an expression of the compute's axes and `axis`.
+        axis: a `tc.reduce_axis`, or a list of them.
+        acc_dtype: the accumulator's dtype; by default float32 for a float body (float64 stays float64)
+            and int32 for an integer or bool body.
+
+    Returns:
+        The reduction, for `tc.compute`'s function to return.
+
+    Raises:
+        ArgumentError: `axis` is no reduce axis (or list of them), or `acc_dtype` is no dtype.
+
+    Example:
+        >>> C = tc.compute((M, N), lambda i, j: tc.{name}(A[i, k] * W[k, j], axis=k), name="C")
+        >>> C.body
+        {name}((A[i, k] * W[k, j]), axis=[k])
+    """
+
+
+def sum(expr: Expr, axis: IterVar | Sequence[IterVar], acc_dtype: str | None = None) -> Reduce:  # noqa: A001
     return _reduce("sum", expr, axis, acc_dtype)
 
 
-def max(expr, axis, acc_dtype=None) -> Reduce:  # noqa: A001
-    """Maximum of `expr` over `axis`."""
+def max(expr: Expr, axis: IterVar | Sequence[IterVar], acc_dtype: str | None = None) -> Reduce:  # noqa: A001
     return _reduce("max", expr, axis, acc_dtype)
 
 
-def min(expr, axis, acc_dtype=None) -> Reduce:  # noqa: A001
-    """Minimum of `expr` over `axis`."""
+def min(expr: Expr, axis: IterVar | Sequence[IterVar], acc_dtype: str | None = None) -> Reduce:  # noqa: A001
     return _reduce("min", expr, axis, acc_dtype)
 
 
+sum.__doc__ = _REDUCE_DOC.format(what="Sum", name="sum", extra="")
+max.__doc__ = _REDUCE_DOC.format(what="Maximum", name="max", extra=" A NaN in `expr` makes the result NaN, as "
+                                 "torch's amax.")
+min.__doc__ = _REDUCE_DOC.format(what="Minimum", name="min", extra=" A NaN in `expr` makes the result NaN, as "
+                                 "torch's amin.")
+
+
+_CALL_DOC = """Elementwise {fn} of one value: `tc.{fn}(X[i, j])`.
+
+    It computes in floating point: an integer argument is converted to float32{keep}; a float16,
+    bfloat16 or float8 value computes in float32 between rounding points. The result has the argument's
+    type (float32 for an integer argument{keep_int}).
+
+    Args:
+        x: an expression, or a number.
+
+    Returns:
+        The expression `{fn}(x)`.
+
+    Raises:
+        ArgumentError: `x` is neither an expression nor a number.
+
+    Example:
+        >>> Z = tc.compute((M, K), lambda i, kk: tc.{fn}(A[i, kk]), name="Z")
+        >>> Z.body
+        {fn}(A[i, kk])
+    """
+
+
 def _call(fn):
-    def make(x):
+    def make(x: Expr | float) -> Expr:
         return Call(fn, (x,))
-    make.__name__ = fn
-    make.__doc__ = f"Elementwise {fn}, computed in float32."
+    make.__name__ = make.__qualname__ = fn
+    make.__doc__ = _CALL_DOC.format(fn=fn, keep=" (abs keeps the integer type)" if fn == "abs" else "",
+                                    keep_int=", except for abs" if fn == "abs" else "")
     return make
 
 
@@ -464,18 +676,69 @@ exp, log, sqrt, rsqrt, sigmoid, silu, tanh = (_call(f) for f in MATH[:7])
 abs = _call("abs")  # noqa: A001
 
 
-def maximum(a, b) -> Expr:
-    """Elementwise maximum of two values."""
+def maximum(a: Expr | float, b: Expr | float) -> Expr:
+    """Elementwise maximum of two values (Python's `max(a, b)` cannot compare expressions).
+
+    The result's type follows torch's promotion (a Python number does not widen a tensor's type).
+
+    Args:
+        a: an expression or a number.
+        b: an expression or a number.
+
+    Returns:
+        The expression `maximum(a, b)`.
+
+    Raises:
+        ArgumentError: an operand is neither an expression nor a number.
+
+    Example:
+        >>> R = tc.compute((M, K), lambda i, kk: tc.maximum(A[i, kk], 0.0), name="R")  # ReLU
+        >>> R.body
+        maximum(A[i, kk], 0.0)
+    """
     return Binary("max", a, b)
 
 
-def minimum(a, b) -> Expr:
-    """Elementwise minimum of two values."""
+def minimum(a: Expr | float, b: Expr | float) -> Expr:
+    """Elementwise minimum of two values (Python's `min(a, b)` cannot compare expressions).
+
+    Args:
+        a: an expression or a number.
+        b: an expression or a number.
+
+    Returns:
+        The expression `minimum(a, b)`.
+
+    Raises:
+        ArgumentError: an operand is neither an expression nor a number.
+
+    Example:
+        >>> R = tc.compute((M, K), lambda i, kk: tc.minimum(A[i, kk], 6.0), name="R")
+        >>> R.body
+        minimum(A[i, kk], 6.0)
+    """
     return Binary("min", a, b)
 
 
-def where(cond, a, b) -> Expr:
-    """`a` where `cond` holds, else `b`."""
+def where(cond: Expr | bool, a: Expr | float, b: Expr | float) -> Expr:
+    """`a` where `cond` holds, else `b`: the expression form of `a if cond else b`.
+
+    Args:
+        cond: a bool expression (a comparison: `X[i] > 0`, `j <= i`; combine them with `&`, `|`, `~`).
+        a: the value where `cond` holds.
+        b: the value elsewhere.
+
+    Returns:
+        The expression; its type is the promotion of `a`'s and `b`'s.
+
+    Raises:
+        ArgumentError: an operand is neither an expression nor a number.
+
+    Example:
+        >>> R = tc.compute((M, K), lambda i, kk: tc.where(A[i, kk] > 0, A[i, kk], 0.0), name="R")
+        >>> R.body
+        where((A[i, kk] > 0), A[i, kk], 0.0)
+    """
     return Where(cond, a, b)
 
 

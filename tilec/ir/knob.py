@@ -15,7 +15,25 @@ from tilec.ir.names import check_name
 
 
 class Knob(Expr):
-    """A tunable integer: `tc.knob("BM", [64, 128, 256])`. The first choice is the default."""
+    """A tunable integer: `tc.knob("BM", [64, 128, 256])`. The first choice is the default.
+
+    It stands wherever a split factor, a pipeline depth or a warp count goes; a config (`{"BM": 128}`)
+    picks one choice, and `tc.tune` searches them. In the Triton source it is a `tl.constexpr` parameter
+    of its name. Its repr is its name (`BM`), as it appears in extents (`cdiv(M, BM)`) and messages;
+    `.name`, `.choices` and `.default` say the rest.
+
+    Args:
+        name: an identifier (it names the kernel parameter), unique in the schedule.
+        choices: distinct positive ints; the first is the default.
+
+    Raises:
+        ArgumentError: the name is no identifier, or the choices are empty, not positive ints, or repeat.
+
+    Example:
+        >>> BM = tc.knob("BM", [64, 128])
+        >>> BM, BM.name, BM.choices, BM.default
+        (BM, 'BM', (64, 128), 64)
+    """
 
     dtype = "int32"
 
@@ -45,7 +63,19 @@ class Knob(Expr):
 class Flag(Knob):
     """A tunable on/off switch: `tc.flag("FLATTEN")`, choices 0 (off, the default) and 1 (on). It
     stands where a primitive takes a bool (`persistent(f, flatten=tc.flag("FLATTEN"))`), never as a
-    factor or count."""
+    factor or count.
+
+    Args:
+        name: an identifier, unique in the schedule.
+
+    Raises:
+        ArgumentError: the name is no identifier.
+
+    Example:
+        >>> TMA = tc.flag("TMA")
+        >>> TMA.choices
+        (0, 1)
+    """
 
     def __init__(self, name: str):
         self.knob_name = check_name(name, "flag name")
@@ -53,12 +83,52 @@ class Flag(Knob):
 
 
 def flag(name: str) -> Flag:
-    """Declare a tunable on/off switch (choices 0 and 1), e.g. tl.range's flatten in `persistent`."""
+    """Declare a tunable on/off switch (choices 0 and 1), e.g. tl.range's flatten in `persistent` or
+    the `tma` of `cache_read`.
+
+    Args:
+        name: an identifier, unique in the schedule.
+
+    Returns:
+        The `Flag`; pass it where a primitive takes a bool.
+
+    Raises:
+        ArgumentError: the name is no identifier.
+
+    Example:
+        >>> tma = tc.flag("TMA")
+        >>> cache = s.cache_read(A, "shared", readers=[C], tma=tma)
+        >>> sorted(s.knobs)
+        ['TMA']
+    """
     return Flag(name)
 
 
 def knob(name: str, choices: Sequence[int]) -> Knob:
-    """Declare a tunable value; use it as a split factor, pipeline depth or warp count."""
+    """Declare a tunable value; use it as a split factor, pipeline depth or warp count.
+
+    One name means one knob across the whole schedule (a name declared again with other choices is
+    refused). A split by a knob must offer choices that can all be its tile (powers of two, or multiples
+    of 16 lowered as sub-tiles on a spatial axis of a kernel's root stage) when one of them can.
+
+    Args:
+        name: an identifier (it names the kernel parameter).
+        choices: distinct positive ints; the first is the default (what `tc.lower(s)` uses).
+
+    Returns:
+        The `Knob`.
+
+    Raises:
+        ArgumentError: the name is no identifier, or the choices are empty, not positive ints, or repeat.
+
+    Example:
+        >>> BM = tc.knob("BM", [64, 128])
+        >>> io, ii = s[C].split(i, BM)
+        >>> print(tc.lower(s, config={"BM": 128}))  # doctest: +ELLIPSIS
+        kernel C_kernel  (stages: C; num_warps=4)
+          config: BM=128
+        ...
+    """
     return Knob(name, choices)
 
 

@@ -16,7 +16,18 @@ from tilec.ir.names import check_name
 
 
 class Tensor:
-    """An input (`placeholder`) or a computed stage (`compute`). Index it to read: `A[i, k]`."""
+    """An input (`placeholder`) or a computed stage (`compute`). Index it to read: `A[i, k]`.
+
+    `.name`, `.shape` (ints and expressions of sizes), `.dtype`; for a compute, `.axis` (its spatial axes,
+    named after the function's parameters), `.reduce_axis` and `.body` (the expression). Make one with
+    `tc.placeholder` or `tc.compute`.
+
+    Example:
+        >>> C.axis, C.reduce_axis, C.dtype
+        ((i, j), (k,), 'float32')
+        >>> C[i, j]
+        C[i, j]
+    """
 
     _created = 0  # creation order: makes every ordering of stages (and generated code) stable
 
@@ -54,6 +65,13 @@ class Tensor:
         return list(seen.values())
 
     def __getitem__(self, idx) -> Load:
+        """`T[i, j]`: read this tensor at integer expressions of axes and sizes (one per dimension).
+
+        An index that is not a plain axis is masked to the tensor's bounds (`X[i, j - 1]` reads 0 at j = 0).
+
+        Raises:
+            ArgumentError: the wrong number of indices, or an index that is no integer expression.
+        """
         idx = idx if isinstance(idx, tuple) else (idx,)
         if len(idx) != self.ndim:
             raise ArgumentError(f"{self.name} has {self.ndim} dimensions, indexed with {len(idx)}: "
@@ -74,6 +92,13 @@ class Tensor:
         kind = "placeholder" if self.is_placeholder else "compute"
         return f"<{kind} {self.name}{list(self.shape)} {self.dtype}>"
 
+    def __call__(self, *args, **kwargs):
+        raise ArgumentError(f"{self.name}(...): a tensor is read by indexing, {self.name}[i, j], not called")
+
+    def __setitem__(self, idx, value):
+        raise ArgumentError(f"{self.name}[...] = ...: tensors are not assigned; define a tensor's values with "
+                            f"tc.compute(shape, lambda i, j: ..., name=...)")
+
 
 def _shape(shape, what: str) -> tuple[Expr, ...]:
     if isinstance(shape, (int, Expr)):
@@ -83,18 +108,60 @@ def _shape(shape, what: str) -> tuple[Expr, ...]:
     return tuple(check_extent(d, f"{what}: dimension {n}") for n, d in enumerate(shape))
 
 
-def placeholder(shape: Sequence, dtype, name: str) -> Tensor:
-    """An input tensor: `A = tc.placeholder((M, K), "bfloat16", name="A")`."""
+def placeholder(shape: Sequence[int | Expr] | int | Expr, dtype: str, name: str) -> Tensor:
+    """An input tensor: `A = tc.placeholder((M, K), "bfloat16", name="A")`.
+
+    A kernel's call passes a torch tensor of this dtype and shape for it (sizes are read from the shapes).
+
+    Args:
+        shape: a tuple of positive ints and integer expressions of sizes (or one of them).
+        dtype: torch's name of the element type: "float32", "bfloat16", "float16", "float8_e4m3fn", "int32", ...
+        name: an identifier, unique in the computation; it names the kernel parameter.
+
+    Returns:
+        The input `Tensor`.
+
+    Raises:
+        ArgumentError: a dimension that is not a positive int or an integer expression of sizes, an unknown
+            dtype, or a name that is no identifier (or is reserved).
+
+    Example:
+        >>> B = tc.placeholder((M, 8), "bfloat16", name="B")
+        >>> B
+        <placeholder B[M, 8] bfloat16>
+    """
     name = check_name(name, "placeholder name")
     return Tensor(name, _shape(shape, f"placeholder {name!r}"), check_dtype(dtype, f"placeholder {name!r}"))
 
 
-def compute(shape: Sequence, fcompute: Callable, name: str, dtype=None) -> Tensor:
+def compute(shape: Sequence[int | Expr] | int | Expr, fcompute: Callable[..., Expr], name: str,
+            dtype: str | None = None) -> Tensor:
     """A stage: `C = tc.compute((M, N), lambda i, j: ..., name="C", dtype="bfloat16")`.
 
     The lambda's parameter names become the axis names (`C.axis`). A reduction (`tc.sum/max/min`)
     must be the whole body, as in TVM; anything done to its result goes in a second compute.
-    `dtype` is the stored type (a rounding point); by default the body's type.
+    `dtype` is the stored type (a rounding point); by default the body's type. Inside the function,
+    values are tilec expressions: use `tc.exp`, `tc.maximum`, `tc.where`, ... and Python's operators
+    (torch.*, math.*, numpy.*, `if` and Python's max() are refused with the tilec function to use).
+
+    Args:
+        shape: a tuple of positive ints and integer expressions of sizes (or one of them).
+        fcompute: a function of one axis per dimension that returns the element's value.
+        name: an identifier, unique in the computation.
+        dtype: the stored dtype; by default the body's (a reduction's accumulator dtype).
+
+    Returns:
+        The computed `Tensor` (a stage of any schedule that stores it or reads it).
+
+    Raises:
+        ArgumentError: the function's arity differs from the shape's, the body is no expression (or uses
+            torch / math / numpy or Python control flow), a reduction is not the whole body, an axis of
+            another compute is used, or a bad name, shape or dtype.
+
+    Example:
+        >>> S = tc.compute((M, K), lambda r, c: A[r, c] * 2.0, name="S", dtype="bfloat16")
+        >>> S, S.axis
+        (<compute S[M, K] bfloat16>, (r, c))
     """
     name = check_name(name, "compute name")
     shape = _shape(shape, f"compute {name!r}")

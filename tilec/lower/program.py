@@ -205,6 +205,12 @@ class Program:
             self._source = "\n".join(head) + "\n\n\n" + "\n\n".join(helpers(kernels) + kernels)
         return self._source
 
+    def __repr__(self) -> str:
+        kernels = "; ".join(f"{k.name} (stages {', '.join(k.stages)})" for k in self.kernels)
+        config = ", ".join(f"{k}={v}" for k, v in sorted(self.config.items())) or "none"
+        buffers = f"; buffers {', '.join(self.buffers)}" if self.buffers else ""
+        return f"<Program: {kernels}; config {config}{buffers}; target {self.target}>"
+
     def __str__(self) -> str:
         parts = [render_nest(k) for k in self.kernels]
         if self.buffers:

@@ -1,6 +1,8 @@
 """The legality check of a whole schedule, as every primitive and `tc.build` run it: one Analysis
 (one plan) of the schedule under the config, checked by isl. When a stage is misplaced, the error
 lists the loops where it could go, each tried on a copy of the schedule (the schedule is not touched).
+After each primitive, `check_knob_choices` refuses a knob choice that makes a tile Triton cannot have
+while another choice of the same knob lowers: no later primitive makes that choice lowerable.
 """
 
 from __future__ import annotations
@@ -8,40 +10,129 @@ from __future__ import annotations
 import copy
 
 from tilec.errors import LoweringError
+from tilec.ir.expr import IterVar, Load, walk
+from tilec.ir.knob import Flag, Knob
 from tilec.plan.analysis import Analysis
+from tilec.plan.placement import MisplacedError, Plan, TileExtentError
 from tilec.poly.model import NotAffine, share_model
-from tilec.schedule.schedule import set_primitive_check
+from tilec.schedule.schedule import Split, set_primitive_check, tile_extent_problem
 
 
 def check_schedule(sched, config=None, *, primitive: str = "build", stage=None, outputs=None,
                    specialize=None, assume=()) -> Analysis:
     """Raise IllegalScheduleError if `sched` breaks a dependence, a rounding point or a bound under
-    `config`; return the analysis it checked (lowering goes on from it)."""
-    analysis = Analysis(sched, config, outputs, specialize, assume)
+    `config`; return the analysis it checked (lowering goes on from it). A stage placed where the
+    lowering cannot put it is a LoweringError that, at build, names the places that would be accepted."""
+    try:
+        analysis = Analysis(sched, config, outputs, specialize, assume)
+    except MisplacedError as e:
+        if primitive != "build":  # a primitive's check: not lowerable yet, and the message is not shown
+            raise
+        raise LoweringError(e.with_places(legal_places(e.stage, config, target=e.target))) from None
     analysis.check(primitive=primitive, stage=stage, places=lambda st: legal_places(st, analysis.config))
     return analysis
 
 
-def legal_places(stage, config=None) -> list[str]:
-    """The loops of its current target where `stage` could be placed legally under `config`, each
-    tried on a copy of the schedule with only that placement changed."""
-    if not isinstance(stage.attach, tuple):
-        return []
-    target, axis = stage.attach
-    try:
-        lay = Analysis(stage.sched, config).plan.placed[target.name].layout
-    except (LoweringError, KeyError):
-        return []
+def legal_places(stage, config=None, *, target=None) -> list[str]:
+    """The loops of `target` (default: the stage's current target) where `stage` (a compute stage or a
+    cache) could be placed under `config`: each tried on a copy of the schedule with only that placement
+    changed, kept where the plan accepts it, isl finds it legal and, for a cache_read, every index of the
+    tiles it loads is known there (what the lowering requires of a cache's place)."""
+    if target is None:
+        if not isinstance(stage.attach, tuple):
+            return []
+        target = stage.attach[0]
     out = []
     for a in target.leaves:
-        if lay.resolve(a) not in set(lay.grid) | set(lay.loops):
-            continue
         try:
-            if Analysis(_placed_at(stage, target, a), config).violation() is None:
+            sched = _placed_at(stage, target, a)
+            analysis = Analysis(sched, config)
+            if stage.kind == "cache_read":
+                cache = next(c for c in sched.caches if c.name == stage.name)
+                if not cache_tiles_known(analysis.plan, cache):
+                    continue
+            if analysis.violation() is None:
                 out.append(f"{target.name}.{a.name}")
         except (LoweringError, NotAffine):
             continue
     return out
+
+
+def cache_tiles_known(plan: Plan, c) -> bool:
+    """Whether every index of the tiles cache_read `c` loads is known at its place (x's loop `level`), as the
+    lowering needs (tilec/lower/builder.py, emit_cache): an axis of its reader x defined at that loop or
+    outside it; for a reader computed further in, an axis it takes from x's loops there, or one of its own
+    that is one tile over its whole extent."""
+    x = c.attach[0]
+    xp = plan.placed.get(x.name)
+    if xp is None:
+        return False
+    level = next((lvl for lvl, cs in xp.caches.items() if c in cs), None)
+    if level is None:
+        return False
+
+    def axis_level(p, a) -> int:  # the loop level (in p's kernel) where axis a of p's stage is defined
+        return axis_level(p.target, p.bound[a]) if a in p.bound else p.layout.axis_level(a)
+
+    def known(p, a) -> bool:  # axis a of p (computed inside x's loops) at x's loop `level`
+        if a in p.bound:
+            if p.target.stage is x:
+                return axis_level(p.target, p.bound[a]) <= level
+            return known(p.target, p.bound[a])
+        return plan._tile(p, a) is not None
+
+    for reader in c.readers:
+        axes = {v for n in walk(reader.tensor.body) if isinstance(n, Load) and n.tensor is c.tensor
+                for i in n.indices for v in walk(i) if isinstance(v, IterVar)}
+        if reader is x:
+            if any(axis_level(xp, a) > level for a in axes):
+                return False
+            continue
+        rp = plan.placed.get(reader.name)
+        t = rp.target if rp is not None else None
+        while t is not None and t.stage is not x:
+            t = t.target
+        if t is None or not all(known(rp, a) for a in axes):
+            return False
+    return True
+
+
+def check_knob_choices(sched, *, primitive: str, analysis: Analysis | None = None, error=None) -> None:
+    """Raise LoweringError where a knob is the factor of a split whose inner axis the lowering makes a tile
+    and offers a choice that can never be that tile (`tile_extent_problem`: not a power of two, and no
+    sub-tiles there) while another of its choices can: `tc.build` with that choice would fail whatever
+    primitives follow. Run after every primitive (tilec/schedule/schedule.py) with the analysis its check
+    built (no plan of its own), or, where the schedule is not lowerable yet, the error that says why."""
+    if analysis is not None:
+        for p in analysis.plan.placed.values():
+            lay = p.layout
+            if lay.stage is not p.stage:
+                continue  # a default schedule (its factors are ints) or an online statistic
+            for a in lay.tiles:
+                split = next(r for r in lay.stage.relations if isinstance(r, Split) and r.inner is a)
+                _tile_choices(primitive, p.stage, split, spatial=a.kind == "spatial", root=p.target is None)
+    elif isinstance(error, TileExtentError) and not error.combination:
+        _tile_choices(primitive, error.stage, error.split, spatial=error.split.inner.kind == "spatial",
+                      root=error.root)
+
+
+def _tile_choices(primitive: str, stage, split, *, spatial: bool, root: bool) -> None:
+    k = split.factor
+    if not isinstance(k, Knob) or isinstance(k, Flag):
+        return
+    why = {c: tile_extent_problem(c, spatial=spatial, root=root) for c in k.choices}
+    fine = [c for c, w in why.items() if w is None]
+    bad = [c for c, w in why.items() if w is not None]
+    if not (fine and bad):
+        return
+    c = bad[0]
+    lo = 1 << (c.bit_length() - 1)
+    place = "" if root else f" ({stage.name} is computed inside another stage's kernel)"
+    raise LoweringError(
+        f"{primitive}: tc.knob({k.knob_name!r}, {list(k.choices)}) offers {c}, but {stage.name}.{split.inner.name} is a "
+        f"tile of extent {k.knob_name} (from split({split.parent.name}, {k.knob_name})){place}, and Triton tiles "
+        f"(tl.arange) need a power of two and {why[c]}. Its choice{'s' if len(fine) > 1 else ''} "
+        f"{', '.join(map(str, fine))} can be this tile: drop {c} from the knob's choices (or use {lo} or {lo * 2})")
 
 
 def _placed_at(stage, target, axis):
@@ -63,4 +154,6 @@ def _placed_at(stage, target, axis):
     return new
 
 
-set_primitive_check(check_schedule)  # every schedule primitive runs this check (schedule/schedule.py)
+# every schedule primitive runs these checks (schedule/schedule.py)
+set_primitive_check(check_schedule, choices=check_knob_choices,
+                    places=lambda stage, target: legal_places(stage, target=target))

@@ -20,7 +20,7 @@ from tilec.ir.knob import Knob, factor_value, resolve_config
 from tilec.ir.online import NotOnline, OnlineForm, online_form
 from tilec.poly.masks import single_iteration
 from tilec.schedule.defaults import default_stage
-from tilec.schedule.schedule import Fuse, Schedule, Split, Stage
+from tilec.schedule.schedule import Fuse, Schedule, Split, Stage, tile_extent_problem
 
 # The warps a kernel gets when its schedule sets none: enough that its root stage's tile holds at most this
 # many values per thread. 4 warps up to a 128 x 128 tile, 8 for 128 x 256, 16 for 256 x 256: with 4 warps a
@@ -53,6 +53,37 @@ def _accumulators(root: Stage) -> int:
 
 def _is_pow2(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
+
+
+class TileExtentError(LoweringError):
+    """A tile of an extent Triton cannot have (`tile_extent_problem`): `split` is the split (of `stage`,
+    the root of its kernel or not: `root`) that made it, `extent` its value under the config,
+    `combination` whether it is refused only because another axis of the stage has sub-tiles (so another
+    choice of that axis's knob could make it lower)."""
+
+    def __init__(self, message: str, *, stage: Stage, split: Split, extent: int, combination: bool, root: bool):
+        super().__init__(message)
+        self.stage, self.split, self.extent, self.combination, self.root = stage, split, extent, combination, root
+
+
+class MisplacedError(LoweringError):
+    """A stage placed (compute_at) where the lowering cannot put it. The message offers the loops the plan
+    sees; `with_places(places)` is the message that names instead the places that would be accepted
+    (tilec.plan.check tries each on a copy of the schedule: `legal_places`)."""
+
+    def __init__(self, head: str, offered: str, *, stage: Stage, target: Stage, style: str = "one of"):
+        super().__init__(head + offered)
+        self.head, self.stage, self.target, self.style = head, stage, target, style
+
+    def with_places(self, places: list[str]) -> str:
+        who = "it" if self.stage.kind == "cache_write" else self.stage.name
+        if not places:
+            return (f"{self.head}; no loop of {self.target.name} is a legal place for {self.stage.name} now"
+                    + (f": compute_root({self.stage.name}), or change {self.target.name}'s loops"
+                       if self.stage.kind == "compute" else f": change {self.target.name}'s loops"))
+        if self.style == "listed":
+            return f"{self.head}; the legal places for {self.stage.name} are: {', '.join(places)}"
+        return f"{self.head}; place {who} at {'one of ' if len(places) > 1 else ''}{', '.join(places)}"
 
 
 class Layout:
@@ -106,20 +137,16 @@ class Layout:
                 f = factor_value(inner_of[a].factor, config)
                 if not _is_pow2(f):
                     lo = 1 << (f.bit_length() - 1)
-                    if f % 16:
-                        why = ("a multiple of 16 is lowered as power-of-two sub-tiles on a spatial axis of a "
-                               "kernel's root stage")
-                    elif not root or a.kind != "spatial":
-                        why = "sub-tiles need a spatial axis of the kernel's root stage"
-                    elif self.subtiled is not None:
+                    why = tile_extent_problem(f, spatial=a.kind == "spatial", root=root)
+                    combination = why is None and self.subtiled is not None
+                    if combination:
                         why = f"sub-tiles go on one axis of a stage, and {self.subtiled[0].name} has them"
-                    else:
-                        why = None
                     if why is not None:
-                        raise LoweringError(
+                        raise TileExtentError(
                             f"{stage.name}.{a.name} is a tile of extent {f} (from split({inner_of[a].parent.name}, "
                             f"{inner_of[a].factor!r})), but Triton tiles (tl.arange) need a power of two and {why}: "
-                            f"use {lo} or {lo * 2}; masks cover a size the tile does not divide")
+                            f"use {lo} or {lo * 2}; masks cover a size the tile does not divide",
+                            stage=stage, split=inner_of[a], extent=f, combination=combination, root=root)
                     self.subtiled = (a, f)
                 self.tile_extent[a] = f
             else:
@@ -303,6 +330,7 @@ class Plan:
                                     f"(compute_inline), so it is never stored; compute_root({name}) or leave it "
                                     f"out of the outputs")
         self.stored = set(out_names)
+        self.out_names = out_names
         self.scratch: set[str] = set()  # producers at an outer loop whose region is kept in memory (_place)
         for p, c in sched.graph.edges:
             if p in self.kernel_of and any(k != self.kernel_of[p] for k in self._reader_kernels(c)):
@@ -330,6 +358,14 @@ class Plan:
                 self.scratch.add(p.name)
                 self.stored.add(p.name)
         self.buffers = sorted(self.stored - set(out_names))
+
+    def kernel_name(self, root: str) -> str:
+        """The name of the kernel whose root stage is `root`, after what it computes for the caller: the
+        outputs it stores (`Y_kernel`), else the buffers it stores for later kernels, else its root."""
+        outs = [n for n in self.out_names if self.kernel_of.get(n) == root]
+        if not outs:
+            outs = [n for n in sorted(self.stored) if self.kernel_of.get(n) == root]
+        return "_".join(outs or [root]) + "_kernel"
 
     def call_facts(self, sizes: dict) -> tuple:
         """The facts a call's sizes add, for each split of the plan (of any stage, default schedules
@@ -432,10 +468,11 @@ class Plan:
         if leaf is not None and (leaf in lay.loops or leaf in lay.singles):
             return lay.level_of_leaf(leaf)
         where = [a.name for a in lay.grid + lay.loops]
-        raise LoweringError(
+        raise MisplacedError(
             f"compute_at({who.name}, {placed.name}.{axis.name}): {axis.name} is a tile axis (a vector dimension, "
-            f"not a loop) or not a loop of {placed.name}'s kernel; place {who.name} at one of "
-            f"{', '.join(f'{placed.name}.{w}' for w in where) or 'none (compute_root)'}")
+            f"not a loop) or not a loop of {placed.name}'s kernel",
+            f"; place {who.name} at one of {', '.join(f'{placed.name}.{w}' for w in where) or 'none (compute_root)'}",
+            stage=who, target=placed.stage)
 
     def _place(self, stage: Stage, target: Placed | None, level: int, bound: dict) -> Placed:
         lay = layout_of(stage, set(bound), target is None, self.config, self.facts)
@@ -458,10 +495,10 @@ class Plan:
                 late = {axis: loop for axis, loop in late.items() if loop is not None}
                 if late and not producer:
                     axis, loop = next(iter(late.items()))
-                    raise LoweringError(
+                    raise MisplacedError(
                         f"compute_at({other.name}, {stage.name}): {other.name}'s axis {axis.name} follows "
                         f"{stage.name}'s loop {loop.name}, which runs inside the place chosen; place {other.name} at "
-                        f"{stage.name}.{loop.name} or further in")
+                        f"{stage.name}.{loop.name} or further in", "", stage=other, target=stage, style="listed")
                 # a producer at an outer loop (Halide's compute_at): the axes that follow loops inside the
                 # place are its own, over their whole extent (its own loops): it computes the region that
                 # one iteration of the place reads
@@ -537,5 +574,6 @@ class Plan:
             if a not in inner:
                 legal.append(a)
         if axis not in legal:
-            raise LoweringError(f"{c.name}.compute_at({st.name}, {axis.name}): the accumulator must live outside "
-                                f"the reduction loops; place it at one of {', '.join(a.name for a in legal)}")
+            raise MisplacedError(f"{c.name}.compute_at({st.name}, {axis.name}): the accumulator must live outside "
+                                 f"the reduction loops", f"; place it at one of {', '.join(a.name for a in legal)}",
+                                 stage=c, target=st)

@@ -13,7 +13,10 @@ its place does not fix, run as serial loops.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from tilec.errors import ArgumentError
+from tilec.ir.expr import IterVar
 from tilec.schedule.schedule import Stage
 from tilec.schedule.trace import Trace
 
@@ -57,10 +60,35 @@ def default_stage(stage: Stage, fixed=frozenset()) -> Stage:
     return st
 
 
-def default_trace(stage: Stage, fixed=frozenset()) -> Trace:
+def default_trace(stage: Stage, fixed: Iterable[IterVar] = frozenset()) -> Trace:
     """The steps of the default schedule of `stage` (`s[C]`) as a `Trace`: what lowering applies to a stage
     the user never scheduled (axes in `fixed`, those its compute_at place fixes, left alone).
-    `print(default_trace(s[C]))` is the Python that applies it by hand; `tc.replay` of it rebuilds it."""
+    `print(default_trace(s[C]))` is the Python that applies it by hand; `tc.replay` of it rebuilds it.
+
+    Args:
+        stage: a stage of a schedule (`s[C]`); a cache stage has no default steps.
+        fixed: the tensor's axes that its compute_at place fixes (left unsplit).
+
+    Returns:
+        The `Trace` of the default's primitive calls (empty for a cache stage).
+
+    Raises:
+        ArgumentError: `stage` is not a stage.
+
+    Example:
+        >>> print(tc.default_trace(s[C]))
+        s = tc.create_schedule(outputs)
+        C = s["C"]
+        C_i, C_j = C.tensor.axis
+        (C_k,) = C.tensor.reduce_axis
+        C_io, C_ii = C.split(C_i, 32)
+        C_jo, C_ji = C.split(C_j, 32)
+        C_ko, C_ki = C.split(C_k, 32)
+        C.reorder(C_io, C_jo, C_ko, C_ii, C_ji, C_ki)
+        C_io_jo = C.fuse(C_io, C_jo)
+        C.bind(C_io_jo, "program_id.0")
+        <BLANKLINE>
+    """
     if not isinstance(stage, Stage):
         raise ArgumentError(f"argument 1, 'stage' to default_trace: expected a stage (s[C]), got "
                             f"{type(stage).__name__}")

@@ -47,22 +47,45 @@ class Fuse:
     group: int | Knob | None = None
 
 
+def tile_extent_problem(f: int, *, spatial: bool, root: bool) -> str | None:
+    """Why Triton cannot have a tile (a `tl.arange` dimension) of extent `f` on an axis that is `spatial`
+    (else a reduce axis) of a stage that is the `root` of its kernel (else computed inside another
+    stage's kernel), or None where it can: a power of two, or a multiple of 16 on a spatial axis of a
+    kernel's root stage (lowered as power-of-two sub-tiles, tilec/lower/subtiles.py). The one rule, read
+    by the lowering (tilec.plan.placement.Layout) and by the primitives' check of knob choices."""
+    if f > 0 and f & (f - 1) == 0:
+        return None
+    if f % 16:
+        return "a multiple of 16 is lowered as power-of-two sub-tiles on a spatial axis of a kernel's root stage"
+    if not root or not spatial:
+        return "sub-tiles need a spatial axis of the kernel's root stage"
+    return None
+
+
 # The legality check each primitive runs lives above this package, in tilec.plan (an analysis of the
 # schedule, checked by isl); it hands itself here when tilec.plan.check is imported, which `import
 # tilec` (run before any tilec submodule) always does. Schedules record decisions; they do not import the analysis.
 _primitive_check = None
+_choices_check = None  # knob choices that make a tile Triton cannot have, where another choice lowers
+_legal_places = None  # the places of a misplaced stage that would be accepted, for an error message
 
 
-def set_primitive_check(check) -> None:
-    """Install `check(sched, primitive=..., stage=...)`, run after every primitive (tilec.poly does)."""
-    global _primitive_check
-    _primitive_check = check
+def set_primitive_check(check, *, choices=None, places=None) -> None:
+    """Install `check(sched, primitive=..., stage=...)`, run after every primitive (tilec.plan.check
+    does; it returns the analysis it checked); `choices(sched, primitive=..., analysis=..., error=...)`,
+    run after it with that analysis (or the LoweringError that made the schedule not lowerable yet), raises
+    LoweringError for a knob choice that can never be the tile it makes; `places(stage, target)` lists
+    the places in `target`'s loops where `stage` would be accepted."""
+    global _primitive_check, _choices_check, _legal_places
+    _primitive_check, _choices_check, _legal_places = check, choices, places
 
 
 def checked(fn):
     """Make a primitive atomic and checked: after it runs, isl checks the whole schedule (knobs at
     their defaults); if the schedule became illegal the primitive is undone and the error raised.
-    A schedule that cannot be lowered yet (e.g. a tile awaiting its next split) is checked at build."""
+    A schedule that cannot be lowered yet (e.g. a tile awaiting its next split) is checked at build,
+    but a knob choice that can never be the tile its split makes (a tile of 100 where another choice, 64,
+    can be that tile) is refused here, as is a place no later primitive makes lowerable (`compute_at`)."""
     @functools.wraps(fn)
     def run(self, *args, **kwargs):
         sched = self.sched
@@ -76,9 +99,12 @@ def checked(fn):
                 raise RuntimeError("no legality check installed: import tilec (tilec.plan.check) first")
             call = _call_text(fn.__name__, self, args)
             try:
-                _primitive_check(sched, primitive=call, stage=self if self.kind == "compute" else None)
-            except LoweringError:
-                pass  # not lowerable yet: tc.build checks it again with the real config
+                analysis = _primitive_check(sched, primitive=call, stage=self if self.kind == "compute" else None)
+                not_yet = None
+            except LoweringError as e:  # not lowerable yet: tc.build checks it again with the real config
+                analysis, not_yet = None, e
+            if _choices_check is not None:  # a knob choice that can never be this tile: refused now
+                _choices_check(sched, primitive=call, analysis=analysis, error=not_yet)
         except BaseException:
             self._restore(saved)
             raise
@@ -145,7 +171,19 @@ def _value(v):
 
 
 class Stage:
-    """The schedule of one tensor: `s[C]`. Its primitives follow TVM's names and meaning."""
+    """The schedule of one tensor: `s[C]`. Its primitives follow TVM's names and meaning.
+
+    `.leaves` are its loops in order (they start as the tensor's axes, then its reduce axes; `split` and
+    `fuse` replace them, `reorder` orders them); `.attach` is where it is computed (None: a kernel of its
+    own). Each primitive validates its arguments, records a decision, appends a step to the schedule's
+    trace, and is checked with isl (the whole schedule, knobs at their first choice): a primitive that
+    makes the schedule illegal is undone and raises. The examples of the primitives start from the
+    computation of `tc.Schedule`'s example (`s`, `A`, `W`, `C`, `Y`, `i, j = C.axis`, `k`).
+
+    Example:
+        >>> s[C], s[C].leaves
+        (Stage(C), [i, j, k])
+    """
 
     def __init__(self, sched: Schedule, tensor: Tensor, kind: str = "compute", *, name=None,
                  scope=None, readers=(), quiet=False):
@@ -259,12 +297,37 @@ class Stage:
 
     # -- loop structure -----------------------------------------------------------------------
     @checked
-    def split(self, axis: IterVar, factor) -> tuple[IterVar, IterVar]:
+    def split(self, axis: IterVar, factor: int | Knob) -> tuple[IterVar, IterVar]:
         """Split `axis` into (outer, inner) with inner extent `factor`: i -> (i // f, i % f).
 
         Example: for i in range(M)  --split(i, 64)-->  for io in range(cdiv(M, 64)): for ii in range(64).
-        The inner axis of a split becomes a tile (a `tl.arange` vector) unless it is unrolled.
+        The inner axis of a split becomes a tile (a `tl.arange` vector) unless it is unrolled. A factor that
+        does not divide the extent gets masks. Triton's tiles are powers of two (a multiple of 16 on a spatial
+        axis of a kernel's root stage lowers as power-of-two sub-tiles): a knob that offers a choice that can
+        never be this tile while another choice can is refused here; an int factor is judged at build (the inner
+        axis may still be split again or unrolled).
         Before and after, as loop nest and Triton: tests/golden/primitives/split.txt.
+
+        Args:
+            axis: a current leaf of this stage (not bound, pipelined, unrolled, persistent or swizzled).
+            factor: the inner extent: a positive int or a `tc.knob`.
+
+        Returns:
+            (outer, inner): the new axes, named `<axis>o` and `<axis>i`, in the leaves in place of `axis`.
+
+        Raises:
+            ArgumentError: `axis` is not a leaf of this stage (one consumed by a split or fuse names its
+                replacements), is bound or scheduled, or `factor` is not a positive int or a knob.
+            LoweringError: a knob choice can never be the tile this split makes while another can.
+
+        Example:
+            >>> io, ii = s[C].split(i, 64)
+            >>> s[C].leaves
+            [io, ii, j, k]
+            >>> s[C].split(i, 32)
+            Traceback (most recent call last):
+            ...
+            tilec.errors.ArgumentError: argument 1, 'axis' to split: axis i of C was split into io, ii; use those
         """
         self._require_compute("split")
         axis = self._axis(axis, 1, "axis", "split")
@@ -283,10 +346,28 @@ class Stage:
         return outer, inner
 
     @checked
-    def tile(self, x: IterVar, y: IterVar, fx, fy) -> tuple[IterVar, IterVar, IterVar, IterVar]:
+    def tile(self, x: IterVar, y: IterVar, fx: int | Knob, fy: int | Knob) -> tuple[IterVar, IterVar, IterVar, IterVar]:
         """Split x and y and order the result (xo, yo, xi, yi), as TVM's tile.
 
         Before and after, as loop nest and Triton: tests/golden/primitives/tile.txt.
+
+        Args:
+            x: a leaf of this stage, split by `fx`.
+            y: another leaf, split by `fy`.
+            fx: a positive int or a `tc.knob`.
+            fy: a positive int or a `tc.knob`.
+
+        Returns:
+            (xo, yo, xi, yi).
+
+        Raises:
+            ArgumentError: what `split` and `reorder` refuse, or `x` is `y`.
+            LoweringError: a knob choice that can never be its tile (see `split`).
+
+        Example:
+            >>> io, jo, ii, ji = s[C].tile(i, j, 64, 64)
+            >>> s[C].leaves
+            [io, jo, ii, ji, k]
         """
         self._require_compute("tile")
         x = self._axis(x, 1, "x", "tile")
@@ -306,7 +387,23 @@ class Stage:
     def reorder(self, *axes: IterVar) -> None:
         """Put the given axes in this order, in the positions they occupy now (TVM semantics).
 
+        Leaves not named keep their places. Tile axes (inner axes of splits) are no loops, so their place
+        matters only among themselves (the layout of the register tiles); within one stage, a serial spatial
+        loop may not run inside a serial reduction loop (refused at build: a later reorder may fix it).
         Before and after, as loop nest and Triton: tests/golden/primitives/reorder.txt.
+
+        Args:
+            *axes: current leaves of this stage, each named once (or one list of them).
+
+        Raises:
+            ArgumentError: an axis is not a leaf of this stage, or is named twice.
+
+        Example:
+            >>> io, jo, ii, ji = s[C].tile(i, j, 64, 64)
+            >>> ko, ki = s[C].split(k, 32)
+            >>> s[C].reorder(io, jo, ko, ii, ji, ki)
+            >>> s[C].leaves
+            [io, jo, ko, ii, ji, ki]
         """
         self._require_compute("reorder")
         if len(axes) == 1 and isinstance(axes[0], (list, tuple)):
@@ -325,11 +422,29 @@ class Stage:
         """Fuse two adjacent axes into one: (a, b) -> a * extent(b) + b. Used for a 1-D grid.
 
         Before and after, as loop nest and Triton: tests/golden/primitives/fuse.txt.
+
+        Args:
+            outer: a leaf of this stage.
+            inner: the leaf right after `outer`, of the same kind (spatial or reduce).
+
+        Returns:
+            The fused axis, named `<outer>_<inner>`.
+
+        Raises:
+            ArgumentError: an axis is not a leaf, is bound or scheduled, the two are not adjacent (outer first)
+                or not of one kind.
+
+        Example:
+            >>> io, jo, ii, ji = s[C].tile(i, j, 64, 64)
+            >>> tiles = s[C].fuse(io, jo)
+            >>> s[C].bind(tiles, "program_id.0")
+            >>> s[C].leaves
+            [io_jo, ii, ji, k]
         """
         return self._fuse("fuse", outer, inner)
 
     @checked
-    def swizzle(self, outer: IterVar, inner: IterVar, group) -> IterVar:
+    def swizzle(self, outer: IterVar, inner: IterVar, group: int | Knob) -> IterVar:
         """Fuse two adjacent spatial axes into one grid axis whose programs run in grouped order: `group`
         consecutive `outer` tiles for each `inner` tile, then the next group (Triton's GROUP_M order, for
         L2 reuse: the programs running at once share rows of A and columns of W). Returns the fused axis;
@@ -337,6 +452,22 @@ class Stage:
         is that of the plain fuse. `group` is a positive int or a knob (1 is the plain row-major order).
 
         Before and after, as loop nest and Triton: tests/golden/primitives/swizzle.txt.
+
+        Args:
+            outer: a spatial leaf of this stage.
+            inner: the spatial leaf right after it.
+            group: how many `outer` tiles go down the `inner` tiles together: a positive int or a `tc.knob`.
+
+        Returns:
+            The fused axis; bind it to the grid (at build, a swizzled axis that is a loop is refused).
+
+        Raises:
+            ArgumentError: what `fuse` refuses, reduce axes, or a bad `group`.
+
+        Example:
+            >>> io, jo, ii, ji = s[C].tile(i, j, 64, 64)
+            >>> tiles = s[C].swizzle(io, jo, group=tc.knob("GROUP_M", [8, 4]))
+            >>> s[C].bind(tiles, "program_id.0")
         """
         group = _factor(group, 3, "group", "swizzle", self.sched.knobs)
         return self._fuse("swizzle", outer, inner, group)
@@ -380,6 +511,38 @@ class Stage:
         needs (a prologue; for cache stages, a tile load there). A consumer placed in its producer's
         loop computes what that iteration finished (an epilogue: `s[Y].compute_at(s[C], jo)`).
         Before and after, as loop nest and Triton: tests/golden/primitives/compute_at_producer.txt and compute_at_epilogue.txt.
+
+        isl checks the placement: a consumer of a reduction goes only where the reduction is complete. A place
+        the lowering can never accept (a tile axis, which is a vector dimension and not a loop, unless it is
+        unrolled first; a cache_write's accumulator inside the reduction loops) is refused here too, and every
+        error names the places that would be accepted (each tried on a copy of the schedule).
+
+        Args:
+            stage: a compute stage that reads this one or is read by it (directly or through other stages);
+                for a cache_read, one of its readers (or a stage a reader is computed in); for a cache_write,
+                its own tensor's stage.
+            axis: a current leaf of `stage`: a loop or a grid axis.
+
+        Returns:
+            This stage (so `s.cache_read(...).compute_at(...)` chains).
+
+        Raises:
+            ArgumentError: `stage` is no compute stage, is this one, is unrelated, or the place makes a cycle.
+            IllegalScheduleError: the placement breaks a dependence (the message names the legal places).
+            LoweringError: `axis` is a tile axis, or a cache_write's accumulator would live inside the reduction
+                loops (or the tensor is no reduction).
+
+        Example:
+            >>> io, jo, ii, ji = s[C].tile(i, j, 64, 64)
+            >>> ko, ki = s[C].split(k, 32)
+            >>> s[C].reorder(io, jo, ko, ii, ji, ki)
+            >>> s[C].bind(io, "program_id.0"); s[C].bind(jo, "program_id.1")
+            >>> s[Y].compute_at(s[C], jo)
+            Stage(Y)
+            >>> s[Y].compute_at(s[C], ko)
+            Traceback (most recent call last):
+            ...
+            tilec.errors.IllegalScheduleError: compute_at(Y, C.ko) makes Y read C before C's reduction over k is complete: ...Legal locations for Y are: C.io, C.jo
         """
         axis = self._place(stage, axis, "compute_at", "s[C]", "cannot be computed at its own loop")
         if self.kind == "compute" and self.sched.graph is not None:
@@ -410,9 +573,48 @@ class Stage:
             if t is self:
                 raise ArgumentError(f"compute_at({self.name}, {stage.name}.{axis.name}): {stage.name} is itself "
                                     f"computed inside {self.name}, so this would make a cycle; compute_root one of them")
+        self._placeable_at(stage, axis)
         self.attach = (stage, axis)
         self._record("compute_at", StageRef(stage.name), AxisRef(stage.name, axis.name))
         return self
+
+    def _tile_split(self, axis: IterVar) -> Split | None:
+        """The split whose inner axis `axis` is, where the lowering makes it a tile (a `tl.arange` vector
+        dimension, not a loop): a leaf neither bound to the grid nor unrolled."""
+        if axis in self.binds or axis in self.unrolled or axis not in self.leaves:
+            return None
+        return next((r for r in self.relations if isinstance(r, Split) and r.inner is axis), None)
+
+    def _places_text(self, stage: Stage, who: str) -> str:
+        """'place Y at one of C.io, C.jo': the places of `stage`'s loops where this stage would be accepted
+        (each tried on a copy of the schedule, tilec.plan.check), or that there is none now."""
+        places = _legal_places(self, stage) if _legal_places is not None else []
+        if not places:
+            return f"no loop of {stage.name} is a legal place for {self.name} now"
+        return f"place {who} at {'one of ' if len(places) > 1 else ''}{', '.join(places)}"
+
+    def _placeable_at(self, stage: Stage, axis: IterVar) -> None:
+        """Refuse a place that the lowering can never accept, whatever primitives follow (the rules that
+        tilec.plan.placement applies at build): a tile axis of `stage` is a vector dimension, not a loop;
+        a cache_write's accumulator lives outside the reduction loops of a reduction."""
+        at = f"{stage.name}.{axis.name}"
+        if self.kind == "cache_write":
+            if not self.tensor.is_reduction:
+                raise LoweringError(
+                    f"cache_write({self.tensor.name}, 'local'): {self.tensor.name} is not a reduction; there is no "
+                    f"accumulator to keep in registers, so {self.name} takes no compute_at (on an elementwise stage, "
+                    f"cache_write only chooses how its tiles are stored): drop the compute_at")
+            inner = any(isinstance(r, Split) and r.inner is axis for r in stage.relations)
+            if axis.kind == "reduce" or inner:
+                why = "the inner axis of a split" if inner else "a reduction loop"
+                raise LoweringError(f"compute_at({self.name}, {at}): the accumulator must live outside the reduction "
+                                    f"loops, and {axis.name} is {why}; {self._places_text(stage, 'it')}")
+        split = stage._tile_split(axis)
+        if split is not None:
+            raise LoweringError(
+                f"compute_at({self.name}, {at}): {axis.name} is a tile axis (a vector dimension, not a loop: the "
+                f"inner axis of split({split.parent.name}, {split.factor!r})), so nothing can be computed at it; "
+                f"{self._places_text(stage, self.name)}")
 
     @checked
     def compute_with(self, stage: Stage, axis: IterVar) -> Stage:
@@ -428,9 +630,46 @@ class Stage:
         extent, both serial, the same pipelining); otherwise a `LoweringError` says which differs.
 
         Before and after, as loop nest and Triton: tests/golden/primitives/compute_with.txt.
+
+        Args:
+            stage: an independent compute stage (neither reads the other).
+            axis: `stage`'s outermost loop where both are placed (a loop, not a tile axis).
+
+        Returns:
+            This stage.
+
+        Raises:
+            ArgumentError: `stage` is this one, or either stage already joins a loop.
+            IllegalScheduleError: one stage reads the other.
+            LoweringError: `axis` is a tile axis (the message names a loop to use instead).
+
+        Example:
+            >>> k2 = tc.reduce_axis(K, name="k2")
+            >>> U = tc.compute((M, N), lambda i, j: tc.sum(A[i, k2] * W[k2, j], axis=k2), name="U")
+            >>> O = tc.compute((M, N), lambda i, j: C[i, j] * U[i, j], name="O")
+            >>> so = tc.create_schedule(O)
+            >>> io, jo, ii, ji = so[O].tile(*O.axis, 32, 32)
+            >>> so[O].bind(io, "program_id.0"); so[O].bind(jo, "program_id.1")
+            >>> loops = []
+            >>> for T in (C, U):
+            ...     ko, ki = so[T].split(T.reduce_axis[0], 32)
+            ...     _ = so[T].compute_at(so[O], jo)
+            ...     loops.append(ko)
+            >>> so[U].compute_with(so[C], loops[0])
+            Stage(U)
         """
         self._require_compute("compute_with")
         axis = self._place(stage, axis, "compute_with", "s[G]", "cannot be fused with its own loop")
+        split = stage._tile_split(axis)
+        if split is not None:
+            outers = {r.outer for r in stage.relations if isinstance(r, Split)}
+            loops = [a for a in stage.leaves if a in outers and a not in stage.binds]
+            use = (f"{stage.name}'s outermost loop there, such as {stage.name}.{loops[0].name}" if loops else
+                   f"{stage.name}'s outermost loop there")
+            raise LoweringError(
+                f"compute_with({self.name}, {stage.name}.{axis.name}): {axis.name} is a tile axis (a vector dimension, "
+                f"not a loop: the inner axis of split({split.parent.name}, {split.factor!r})), and compute_with joins "
+                f"two loops; use {use}")
         rel = self.sched.related(self, stage)
         if rel is not None:
             reader, read = (stage, self) if rel == "producer" else (self, stage)
@@ -455,7 +694,7 @@ class Stage:
         return self
 
     @checked
-    def split_k(self, axis: IterVar, parts, deterministic: bool = True) -> None:
+    def split_k(self, axis: IterVar, parts: int | Knob, deterministic: bool = True) -> None:
         """Split-K: run this reduction's loop `axis` (its outermost reduction loop) in `parts` chunks on
         `parts` programs each, into a workspace of partial sums (in the accumulator's dtype: float32 unless
         acc_dtype says otherwise), then combine them in a second kernel in a fixed order (part 0, 1, ...),
@@ -470,6 +709,21 @@ class Stage:
         parts (program_id.1 or .2) and not persistent; `parts` an int or a tc.knob.
 
         Before and after, as loop nest and Triton: tests/golden/primitives/split_k.txt.
+
+        Args:
+            axis: a reduction loop of this stage (a split of its reduce axis).
+            parts: how many chunks (programs) share the loop: a positive int or a `tc.knob`.
+            deterministic: True to add the parts in order in a second kernel, False for atomics.
+
+        Raises:
+            ArgumentError: this stage is no sum, `axis` is no reduction loop, or a bad `parts`/`deterministic`.
+
+        Example:
+            >>> io, jo, ii, ji = s[C].tile(i, j, 64, 64)
+            >>> ko, ki = s[C].split(k, 64)
+            >>> s[C].reorder(io, jo, ko, ii, ji, ki)
+            >>> s[C].bind(io, "program_id.0"); s[C].bind(jo, "program_id.1")
+            >>> s[C].split_k(ko, tc.knob("SPLIT_K", [4, 2, 1]))
         """
         self._require_compute("split_k")
         if not self.tensor.is_reduction or self.tensor.body.op != "sum":
@@ -516,6 +770,24 @@ class Stage:
         backend) has it.
 
         Before and after, as loop nest and Triton: tests/golden/primitives/online.txt.
+
+        Args:
+            *stats: the statistics this loop carries: the max's stage first, then the sums' (`s[m], s[l]`).
+            skip_masked: loop only over the tiles a causal `where` admits (True), or over all of them.
+
+        Raises:
+            ArgumentError: no statistics, one named twice, not a compute stage of this schedule, or a statistic
+                already carried by another loop.
+            IllegalScheduleError: the compute does not have the online form (reason "online").
+
+        Example:
+            >>> X = tc.placeholder((M, N), "float32", name="X")
+            >>> c = tc.reduce_axis(N, name="c")
+            >>> mx = tc.compute((M,), lambda r: tc.max(X[r, c], axis=c), name="mx")
+            >>> c2 = tc.reduce_axis(N, name="c2")
+            >>> den = tc.compute((M,), lambda r: tc.sum(tc.exp(X[r, c2] - mx[r]), axis=c2), name="den")
+            >>> sd = tc.create_schedule(den)
+            >>> sd[den].online(sd[mx])
         """
         self._require_compute("online")
         if stats and isinstance(stats[-1], bool):  # a replayed trace passes skip_masked positionally
@@ -557,6 +829,19 @@ class Stage:
         """Substitute this stage's expression into its readers; it gets no loops and no buffer.
 
         Before and after, as loop nest and Triton: tests/golden/primitives/compute_inline.txt.
+
+        Returns:
+            This stage.
+
+        Raises:
+            ArgumentError: this stage is a reduction (use compute_at) or an output of the schedule, or a cache.
+
+        Example:
+            >>> E = tc.compute((M, K), lambda r, c: tc.exp(A[r, c]), name="E")
+            >>> Z = tc.compute((M, K), lambda r, c: E[r, c] * 2.0, name="Z")
+            >>> sz = tc.create_schedule(Z)
+            >>> sz[E].compute_inline()
+            Stage(E)
         """
         self._require_compute("compute_inline")
         if self.tensor.is_reduction:
@@ -574,6 +859,19 @@ class Stage:
         """Compute this stage in a kernel of its own (the default for every stage).
 
         Before and after, as loop nest and Triton: tests/golden/primitives/compute_root.txt.
+
+        Returns:
+            This stage.
+
+        Raises:
+            ArgumentError: this stage is a cache stage.
+
+        Example:
+            >>> io, jo, ii, ji = s[C].tile(i, j, 64, 64)
+            >>> s[Y].compute_at(s[C], jo).compute_root()
+            Stage(Y)
+            >>> s[Y].attach is None
+            True
         """
         self._require_compute("compute_root")
         self.attach = None
@@ -586,6 +884,19 @@ class Stage:
         """Run the iterations of `axis` as Triton programs: `bind(io, "program_id.0")`.
 
         Before and after, as loop nest and Triton: tests/golden/primitives/bind.txt.
+
+        Args:
+            axis: a spatial leaf of this stage (the root of its kernel, at build).
+            thread: "program_id.0", "program_id.1" or "program_id.2", not bound to another axis of the stage.
+
+        Raises:
+            ArgumentError: `axis` is not a leaf, `thread` is not a grid dimension or is taken (fuse the axes).
+            IllegalScheduleError: `axis` runs a reduction, or a program would need another's values.
+
+        Example:
+            >>> io, jo, ii, ji = s[C].tile(i, j, 64, 64)
+            >>> s[C].bind(io, "program_id.0")
+            >>> s[C].bind(jo, "program_id.1")
         """
         self._require_compute("bind")
         axis = self._axis(axis, 1, "axis", "bind")
@@ -605,27 +916,72 @@ class Stage:
                 f"({', '.join(a.name for a in self.leaves if a.kind == 'spatial' and a not in inner)})",
                 primitive="bind", stage=self.name, reason="parallel",
                 counterexample={axis.name: (0, 1)})
+        at = f"{self.name}.{axis.name}"
+        if axis in self.pipelines:  # what the lowering refuses, whatever follows: refused here
+            raise LoweringError(f"bind({at}, {thread!r}): {axis.name} is pipelined (pipeline({axis.name}, stages="
+                                f"{self.pipelines[axis]!r})), and a grid axis is no loop; only serial loops (tl.range) "
+                                f"are pipelined: bind another axis, or pipeline a loop inside this one")
+        if axis in self.unrolled:
+            raise LoweringError(f"bind({at}, {thread!r}): {axis.name} is unrolled, and a grid axis is no loop; bind "
+                                f"an axis that is not unrolled")
+        if self.persistent_axes and axis not in self.persistent_axes:
+            raise LoweringError(f"bind({at}, {thread!r}): {self.name}'s tile loop (persistent) runs its one grid axis "
+                                f"on program_id.0, so {self.name} binds no other axis; fuse (or swizzle) the grid "
+                                f"axes into one before persistent")
         self.binds[axis] = dim
         self.touched = True
         self._record("bind", axis, GRID[dim])
 
     @checked
-    def pipeline(self, axis: IterVar, stages) -> None:
+    def pipeline(self, axis: IterVar, stages: int | Knob) -> None:
         """Software-pipeline the serial loop `axis` with `stages` buffers (tl.range num_stages).
 
         Before and after, as loop nest and Triton: tests/golden/primitives/pipeline.txt.
+
+        Args:
+            axis: a leaf of this stage that is not bound (a serial loop at build, not a tile axis).
+            stages: how many iterations' loads are in flight: a positive int or a `tc.knob`.
+
+        Raises:
+            ArgumentError: `axis` is not a leaf or is bound, or `stages` is not a positive int or a knob.
+
+        Example:
+            >>> ko, ki = s[C].split(k, 32)
+            >>> s[C].pipeline(ko, stages=tc.knob("stages", [3, 4]))
         """
         self._require_compute("pipeline")
         axis = self._axis(axis, 1, "axis", "pipeline")
         self._not_bound(axis, "pipeline")
+        split = self._tile_split(axis)
+        if split is not None:  # the lowering's rule; no later primitive makes a tile axis a serial loop
+            outer = split.outer
+            such = (f" (such as {self.name}.{outer.name}, the loop over these tiles)" if outer in self.leaves
+                    and outer not in self.binds and outer not in self.unrolled else "")
+            raise LoweringError(f"pipeline({self.name}.{axis.name}): {axis.name} is a tile axis (the inner axis of "
+                                f"split({split.parent.name}, {split.factor!r}), a vector dimension); only serial "
+                                f"loops (tl.range) are pipelined: pipeline a serial loop instead{such}")
+        if axis in self.unrolled:
+            raise LoweringError(f"pipeline({self.name}.{axis.name}): {axis.name} is unrolled (tl.static_range); only "
+                                f"serial loops (tl.range) are pipelined: unroll it or pipeline it, not both")
         self.pipelines[axis] = _factor(stages, 2, "stages", "pipeline", self.sched.knobs)
         self.touched = True  # the user chose this stage's loops: no default tiling replaces them
         self._record("pipeline", axis, self.pipelines[axis])
 
-    def num_warps(self, n) -> None:
+    def num_warps(self, n: int | Knob) -> None:
         """Launch this stage's kernel with `n` warps per program (a power of two, 1..32).
 
+        Without it, the kernel gets the fewest of 4, 8 and 16 warps that keep its root stage's tile at 128
+        values per thread. Only the kernel's root stage sets it.
         Before and after, as loop nest and Triton: tests/golden/primitives/num_warps.txt.
+
+        Args:
+            n: a power of two from 1 to 32, or a `tc.knob` whose choices all are.
+
+        Raises:
+            ArgumentError: `n` (or a choice) is not a power of two from 1 to 32, or this stage is a cache.
+
+        Example:
+            >>> s[C].num_warps(tc.knob("warps", [4, 8]))
         """
         self._require_compute("num_warps")
         choices = n.choices if isinstance(n, Knob) else (n,)
@@ -635,7 +991,7 @@ class Stage:
         self._record("num_warps", self.warps)
 
     @checked
-    def persistent(self, axis: IterVar, flatten=False) -> None:
+    def persistent(self, axis: IterVar, flatten: bool | Flag = False) -> None:
         """Run the grid axis `axis` (bound to program_id.0, the stage's only grid axis) as a persistent
         loop: min(#SMs, extent) programs, each looping over tiles pid, pid + #programs, ... (Triton's
         persistent matmul). The SM count is read from the device at launch. `flatten` (a bool, or a
@@ -643,6 +999,19 @@ class Stage:
         independent (they are programs of the plain grid), so legality is that of the grid.
 
         Before and after, as loop nest and Triton: tests/golden/primitives/persistent.txt.
+
+        Args:
+            axis: the leaf bound to program_id.0 (fuse or swizzle the tile axes into one first).
+            flatten: True, False, or a `tc.flag`.
+
+        Raises:
+            ArgumentError: `axis` is not bound to program_id.0, or `flatten` is no bool or flag.
+
+        Example:
+            >>> io, jo, ii, ji = s[C].tile(i, j, 64, 64)
+            >>> tiles = s[C].fuse(io, jo)
+            >>> s[C].bind(tiles, "program_id.0")
+            >>> s[C].persistent(tiles, flatten=tc.flag("FLATTEN"))
         """
         self._require_compute("persistent")
         axis = self._axis(axis, 1, "axis", "persistent")
@@ -651,6 +1020,11 @@ class Stage:
             where = f"bound to program_id.{self.binds[axis]}" if axis in self.binds else "not bound to the grid"
             raise ArgumentError(f"persistent: {self.name}.{axis.name} is {where}; bind it to program_id.0 first "
                                 f"(fuse the grid axes into one: the tile loop runs one grid axis)")
+        others = [a.name for a in self.binds if a is not axis]
+        if others:  # the lowering's rule; bound axes stay bound
+            raise LoweringError(f"persistent({axis.name}): {self.name}'s tile loop runs its one grid axis on "
+                                f"program_id.0, but {self.name} also binds {', '.join(others)} to the grid; fuse (or "
+                                f"swizzle) the grid axes into one")
         self.persistent_axes = {axis: flatten}
         self.touched = True
         self._record("persistent", axis, flatten if isinstance(flatten, Knob) else bool(flatten))
@@ -659,18 +1033,66 @@ class Stage:
     def unroll(self, axis: IterVar) -> None:
         """Unroll the loop `axis` (its extent must be a constant): tl.static_range.
 
+        Unrolling the inner axis of a split makes it a loop instead of a tile.
         Before and after, as loop nest and Triton: tests/golden/primitives/unroll.txt.
+
+        Args:
+            axis: a leaf of this stage that is not bound; at build, of constant extent (an int or a knob).
+
+        Raises:
+            ArgumentError: `axis` is not a leaf or is bound.
+
+        Example:
+            >>> io, ii = s[C].split(i, 16)
+            >>> iio, iii = s[C].split(ii, 4)
+            >>> s[C].unroll(iio)
         """
         self._require_compute("unroll")
         axis = self._axis(axis, 1, "axis", "unroll")
         self._not_bound(axis, "unroll")
+        if not isinstance(axis.extent, (Const, Knob)):  # the lowering's rule; an axis keeps its extent
+            from tilec.ir.expr import size_text
+            raise LoweringError(f"unroll({self.name}.{axis.name}): its extent {size_text(axis.extent)} is not a "
+                                f"constant; unroll the inner axis of a split")
+        if axis in self.pipelines:
+            raise LoweringError(f"unroll({self.name}.{axis.name}): {axis.name} is pipelined (pipeline({axis.name}, "
+                                f"stages={self.pipelines[axis]!r})); only serial loops (tl.range) are pipelined: "
+                                f"unroll it or pipeline it, not both")
         self.unrolled.add(axis)
         self.touched = True
         self._record("unroll", axis)
 
 
 class Schedule:
-    """All stages of a computation: `s = tc.create_schedule(Y)`; `s[C]` is C's stage."""
+    """All stages of a computation: `s = tc.create_schedule(Y)`; `s[C]` is C's stage (a `Stage`, whose
+    methods are the loop primitives), `s.cache_read` and `s.cache_write` make cache stages. A schedule
+    records decisions; `tc.lower(s)` and `tc.build(s, args)` turn it into kernels. It prints as its trace:
+    the Python of the primitive calls that built it (`tc.replay(s.trace, outputs)` rebuilds it).
+
+    Args:
+        outputs: the computed tensors the schedule stores (use `tc.create_schedule`).
+
+    Example:
+        The computation every example of the primitives (`Stage`'s methods) starts from:
+
+        >>> M, N, K = tc.size_vars("M N K")
+        >>> A = tc.placeholder((M, K), "float32", name="A")
+        >>> W = tc.placeholder((K, N), "float32", name="W")
+        >>> k = tc.reduce_axis(K, name="k")
+        >>> C = tc.compute((M, N), lambda i, j: tc.sum(A[i, k] * W[k, j], axis=k), name="C")
+        >>> Y = tc.compute((M, N), lambda i, j: tc.silu(C[i, j]), name="Y")
+        >>> s = tc.create_schedule(Y)
+        >>> i, j = C.axis
+        >>> io, ii = s[C].split(i, tc.knob("BM", [64, 128]))
+        >>> s
+        # Schedule of Y (stages: C, Y; knobs: BM)
+        s = tc.create_schedule(outputs)
+        BM = tc.knob("BM", [64, 128])
+        C = s["C"]
+        C_i, C_j = C.tensor.axis
+        C_io, C_ii = C.split(C_i, BM)
+        <BLANKLINE>
+    """
 
     def __init__(self, outputs: Sequence[Tensor]):
         self.outputs = list(outputs)
@@ -687,6 +1109,13 @@ class Schedule:
         self._axes = {n: (tuple(a.name for a in st.tensor.axis), tuple(a.name for a in st.tensor.reduce_axis))
                       for n, st in self.stages.items()}
 
+    def __repr__(self) -> str:
+        """The trace as Python (`str(s.trace)`), under a comment naming the outputs, stages and knobs."""
+        outs = ", ".join(t.name for t in self.outputs)
+        caches = f"; caches: {', '.join(c.name for c in self.caches)}" if self.caches else ""
+        knobs = f"; knobs: {', '.join(self.knobs)}" if self.knobs else ""
+        return f"# Schedule of {outs} (stages: {', '.join(self.stages)}{caches}{knobs})\n{self.trace}"
+
     @property
     def trace(self) -> Trace:
         """Every primitive applied so far, as frozen `Step`s: `str(s.trace)` is Python that rebuilds this
@@ -699,7 +1128,20 @@ class Schedule:
         and of each kernel's header."""
         return [st.text for st in self._steps]
 
-    def __getitem__(self, tensor) -> Stage:
+    def __getitem__(self, tensor: Tensor | str) -> Stage:
+        """The stage of a computed tensor: `s[C]` (or `s["C"]`).
+
+        Args:
+            tensor: a computed tensor of this schedule, or its name.
+
+        Raises:
+            ArgumentError: the tensor is an input (placeholder; cache it with `cache_read` instead), is not
+                part of this schedule, or no stage has that name.
+
+        Example:
+            >>> s[C]
+            Stage(C)
+        """
         name = tensor.name if isinstance(tensor, Tensor) else tensor
         if isinstance(tensor, Tensor) and self.tensors.get(name) is not tensor:
             raise ArgumentError(f"{name} is not part of this schedule (its stages: {', '.join(self.stages)})")
@@ -712,6 +1154,7 @@ class Schedule:
 
     @property
     def placeholders(self) -> list[Tensor]:
+        """The inputs the computation reads, in creation order."""
         return [t for t in self.tensors.values() if t.is_placeholder]
 
     def related(self, a: Stage, b: Stage) -> str | None:
@@ -725,7 +1168,8 @@ class Schedule:
             return "consumer"
         return None
 
-    def cache_read(self, tensor: Tensor, scope: str, readers: Sequence, tma=False) -> Stage:
+    def cache_read(self, tensor: Tensor, scope: str, readers: Sequence[Stage | Tensor] | Stage | Tensor,
+                   tma: bool | Flag = False) -> Stage:
         """Stage the tiles of `tensor` that `readers` read; place it with `.compute_at(reader, axis)`.
 
         `tma=True` (or a `tc.flag`) loads the tiles through tensor descriptors (Hopper's TMA unit:
@@ -736,6 +1180,26 @@ class Schedule:
 
         Before and after, as loop nest and Triton: tests/golden/primitives/cache_read.txt and
         tests/golden/primitives/cache_read_tma.txt.
+
+        Args:
+            tensor: a tensor of this schedule (an input or a computed tensor).
+            scope: "shared" or "local" (Triton decides where a tile lives: both lower the same way).
+            readers: the stages (or tensors) that read `tensor` through this cache: a list, or one of them.
+            tma: True, False, or a `tc.flag`.
+
+        Returns:
+            The cache stage, named `<tensor>_<scope>`; unplaced, it changes nothing.
+
+        Raises:
+            ArgumentError: `tensor` is not of this schedule, a bad scope, no readers, or a reader that does not
+                read `tensor`.
+
+        Example:
+            >>> io, jo, ii, ji = s[C].tile(i, j, 64, 64)
+            >>> ko, ki = s[C].split(k, 32)
+            >>> s[C].reorder(io, jo, ko, ii, ji, ki)
+            >>> s.cache_read(A, "shared", readers=[C]).compute_at(s[C], ko)
+            Stage(A_shared)
         """
         if not isinstance(tensor, Tensor) or self.tensors.get(tensor.name) is not tensor:
             raise _arg(1, "tensor", "cache_read", "a tensor of this schedule", tensor)
@@ -767,7 +1231,7 @@ class Schedule:
         self._steps.append(Step("cache_read", None, args, (name,)))
         return stage
 
-    def cache_write(self, tensor: Tensor, scope: str, tma=False) -> Stage:
+    def cache_write(self, tensor: Tensor, scope: str, tma: bool | Flag = False) -> Stage:
         """Accumulate `tensor` in a buffer (registers for 'local') written to memory once at its end.
 
         `tma=True` (or a `tc.flag`) writes its tiles to memory through a tensor descriptor (Hopper's TMA
@@ -778,6 +1242,24 @@ class Schedule:
 
         Before and after, as loop nest and Triton: tests/golden/primitives/cache_write.txt and
         tests/golden/primitives/cache_write_tma.txt.
+
+        Args:
+            tensor: a computed tensor of this schedule, with no cache_write yet.
+            scope: "local" (registers; Triton keeps accumulators there).
+            tma: True, False, or a `tc.flag`.
+
+        Returns:
+            The cache stage, named `<tensor>_local`; place a reduction's with `.compute_at(s[T], axis)` at a
+            spatial loop outside the reduction loops.
+
+        Raises:
+            ArgumentError: not a computed tensor of this schedule, a bad scope, or a second cache_write.
+            LoweringError: scope "shared" (Triton keeps accumulators in registers).
+
+        Example:
+            >>> io, jo, ii, ji = s[C].tile(i, j, 64, 64)
+            >>> s.cache_write(C, "local").compute_at(s[C], jo)
+            Stage(C_local)
         """
         st = self[tensor] if isinstance(tensor, Tensor) else None
         if st is None:
@@ -801,13 +1283,37 @@ class Schedule:
         return stage
 
     def fingerprint(self) -> str:
-        """A stable text of the computation and every decision: the key of compiled-kernel caches."""
+        """A stable text of the computation and every decision: the key of compiled-kernel caches.
+
+        Example:
+            >>> io, ii = s[C].split(i, 64)
+            >>> s.fingerprint().splitlines()[-1]
+            'C: split(i, 64) -> io, ii'
+        """
         parts = [f"{t!r}={t.body!r}" for t in self.tensors.values()]
         return "\n".join(parts + self.log)
 
 
-def create_schedule(outputs) -> Schedule:
-    """A schedule for `outputs` (a tensor or a list): every stage starts as its own kernel."""
+def create_schedule(outputs: Tensor | Sequence[Tensor]) -> Schedule:
+    """A schedule for `outputs` (a tensor or a list): every stage starts as its own kernel.
+
+    Every stage the outputs read (directly or through other stages) is part of it, with the default
+    schedule until a primitive touches its loops (`tc.default_trace(s[C])` prints that default).
+
+    Args:
+        outputs: the computed tensor the schedule stores, or a list of them.
+
+    Returns:
+        The `Schedule`.
+
+    Raises:
+        ArgumentError: an output is a placeholder (an input) or not a tensor, or two tensors share a name.
+
+    Example:
+        >>> s = tc.create_schedule(Y)
+        >>> list(s.stages)
+        ['C', 'Y']
+    """
     outs = [outputs] if isinstance(outputs, Tensor) else list(outputs) if isinstance(outputs, (list, tuple)) else None
     if not outs or not all(isinstance(t, Tensor) for t in outs):
         raise _arg(1, "outputs", "create_schedule", "a computed tensor or a list of them", outputs)

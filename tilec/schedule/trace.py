@@ -19,10 +19,14 @@ import functools
 import keyword
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from tilec.errors import ArgumentError, TilecError
 from tilec.ir.expr import IterVar
+from tilec.ir.tensor import Tensor
+
+if TYPE_CHECKING:
+    from tilec.schedule.schedule import Schedule
 
 
 class AxisRef(NamedTuple):
@@ -347,7 +351,7 @@ class _Writer:
 
 # -- replay ----------------------------------------------------------------------------------------
 
-def replay(trace, outputs, *, check: bool = True):
+def replay(trace: Iterable[Step], outputs: Tensor | Sequence[Tensor], *, check: bool = True) -> Schedule:
     """Rebuild a schedule of `outputs` (a tensor or a list) from `trace` (`s.trace`, or any sequence of
     `Step`s) by applying each step's primitive again: the result has the same fingerprint and lowers to
     the same source as the schedule the trace was taken from.
@@ -357,6 +361,25 @@ def replay(trace, outputs, *, check: bool = True):
     `tc.build` check the whole schedule anyway). A step that names a stage, axis or tensor the new
     schedule does not have, or whose primitive makes something else than the trace says, raises
     `ArgumentError` naming the step.
+
+    Args:
+        trace: a `Trace` (`s.trace`, `tc.default_trace(s[C])`) or a sequence of `Step`s.
+        outputs: the computed tensor (or list of them) of the new schedule: the same computation, or one
+            with the same names.
+        check: run the isl check after each step (True), or leave it to `tc.lower` / `tc.build`.
+
+    Returns:
+        The new `Schedule`.
+
+    Raises:
+        ArgumentError: the trace is not a sequence of steps, or a step does not fit `outputs`.
+        IllegalScheduleError: (with `check=True`) a step makes the schedule illegal for `outputs`.
+
+    Example:
+        >>> io, ii = s[C].split(i, 64)
+        >>> r = tc.replay(s.trace, [Y])
+        >>> r.fingerprint() == s.fingerprint()
+        True
     """
     from tilec.schedule.schedule import create_schedule  # schedule.py imports this module
 
