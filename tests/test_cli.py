@@ -18,6 +18,7 @@ import tilec as tc
 from tilec.cli import UserError, main
 from tilec.tune import measure
 from tilec.tune import study as study_mod
+from tilec.tune.trials import fmt_time, measured_itself
 
 REPO = Path(__file__).parent.parent
 
@@ -90,7 +91,9 @@ def tuned(tmp_path_factory):
 
 def test_tune_prints_trials_plan_and_study(tuned):
     out = tuned["out"]
-    assert "Best trial" in tuned["err"] and "it/s" in tuned["err"]     # optuna's progress bar, on a terminal
+    assert "measured:" in tuned["err"] and "| 4/12 [" in tuned["err"]  # tilec's progress bar, on a terminal: the
+    # configs measured of --trials (the space has only 4 that can be measured)
+    assert "best 7.75 us (#" in tuned["err"] and "Best value" not in tuned["err"]  # in microseconds, not optuna's s
     assert tuned["name"].startswith("tilec-")
     for state in ("COMPLETE", "PRUNED", "FAIL"):
         assert state in out
@@ -112,6 +115,27 @@ def _rows(out: str) -> list[list[str]]:
             break
         rows.append(line.split())
     return rows
+
+
+def test_tune_says_when_the_space_has_fewer_configs_than_trials(tuned):
+    """--trials 12 on a space of 8 configs, 4 of them pruned: 4 are measured (one fails), and it says why."""
+    assert "12 configs to measure" in tuned["out"]
+    assert ("note: measured 4 configs, fewer than trials=12: the space has only 4 that can be measured (8 in all, 4 "
+            "pruned before compiling), and every one has been tried") in tuned["out"]
+    study = optuna.load_study(study_name=tuned["name"], storage=tuned["url"])
+    assert sum(measured_itself(t) for t in study.trials) == 4
+    assert "; 4 configs measured" in tuned["out"]
+
+
+def test_times_people_read_are_in_microseconds(tuned):
+    assert [fmt_time(x) for x in (7.75e-6, 5.514e-3, 1.5, None)] == ["7.75 us", "5,514.0 us", "1,500,000.0 us", "-"]
+    rc, out, _ = run(["show", "--storage", tuned["url"], "--study", tuned["name"]])
+    rows = _rows(out)
+    assert rows and all(r[6] == "us" for r in rows if r[1] == "COMPLETE")  # weighted: "7.75 us"
+    assert " ms" not in out and " ms" not in tuned["out"]
+    assert "us per call, weighted over the mix" in out
+    rc, listing, _ = run(["show", "--storage", tuned["url"]])
+    assert rc == 0 and "best 7.75 us" in listing
 
 
 def test_show_lists_trials_best_first(tuned):
@@ -158,11 +182,15 @@ def test_worker_only_adds_trials(tmp_path, monkeypatch):
     rc, out, err = run(["tune", case, *MIX, "--trials", 3, "--storage", url, "--worker", "--study", "shared",
                         "--no-progress"])
     assert rc == 0 and err == "", err
-    assert f"study shared in {url} now has 3 trials" in out
+    assert f"study shared in {url} now has " in out and "; 3 configs measured" in out
     assert "plans for" not in out
     rc, out, _ = run(["tune", case, *MIX, "--trials", 5, "--storage", url, "--worker", "--study", "shared"])
-    assert rc == 0 and "now has 5 trials" in out
-    assert len(optuna.load_study(study_name="shared", storage=url).trials) == 5
+    # the space has 8 configs, 4 of them pruned (BN=64 is wider than every shape): 4 can be measured, not 5
+    assert rc == 0 and "; 4 configs measured" in out
+    assert ("note: measured 4 configs, fewer than trials=5: the space has only 4 that can be measured (8 in all, "
+            "4 pruned before compiling)") in out
+    trials = optuna.load_study(study_name="shared", storage=url).trials
+    assert sum(measured_itself(t) for t in trials) == 4
 
 
 def test_lower_prints_the_nest_and_the_source(tmp_path, monkeypatch):
@@ -243,3 +271,100 @@ def test_no_progress_bar_off_a_terminal_or_with_no_progress(tmp_path, monkeypatc
                             *flags])
         assert rc == 0 and "chosen: " in out, err
         assert "it/s" not in err and "Best trial" not in err
+
+
+TRITON_FIRST = '"""The CLI case, importing triton before tilec does (as a file with kernels of its own would)."""\nimport triton  # noqa: F401\n'
+
+
+def test_tune_show_and_draw_need_no_triton_interpret_on_a_cpu(tmp_path):
+    """Without a GPU, tilec sets TRITON_INTERPRET=1 itself before the file is imported: a file that imports
+    triton at its top failed `tilec tune` ("needs TRITON_INTERPRET=1 before triton is imported"). tc.tune
+    from a script needs no variable either."""
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("on a GPU host kernels run compiled; the interpreter is for machines without one")
+    write_case(tmp_path)
+    case = tmp_path / "triton_first.py"
+    case.write_text(TRITON_FIRST + CASE.split('"""\n', 2)[-1])
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    url = f"sqlite:///{tmp_path / 'i.db'}"
+
+    def cli(*argv):
+        p = subprocess.run([sys.executable, "-m", "tilec.cli", *map(str, argv)], capture_output=True, text=True,
+                           env=env, timeout=300, cwd=tmp_path)
+        assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+        return p.stdout
+    out = cli("tune", case, *MIX, "--trials", 2, "--storage", url, "--no-progress", "--jobs", 1, "--expected-calls", 10)
+    assert "chosen: " in out and "2 configs measured" in out
+    out = cli("show", "--tuned", case, *MIX, "--storage", url)
+    assert "@triton.jit" in out and "best generic config" in out
+    out = cli("draw", case, "--png", tmp_path / "s.png")
+    assert (tmp_path / "s.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    script = (f"import sys; sys.path.insert(0, {str(tmp_path)!r})\nimport gemm_case, tilec as tc\n"
+              f"s, args = gemm_case.make()\n"
+              f"t = tc.tune(s, tc.ShapeMix.parse('M=16:3,40:1', 'K=24,N=20'), trials=1, args=args, jobs=1,\n"
+              f"            reference=gemm_case.reference, storage={url!r}, study_name='py', progress=False)\n"
+              f"print('chosen', t.chosen.name)\n")
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300,
+                       cwd=tmp_path)
+    assert p.returncode == 0 and "chosen " in p.stdout, p.stderr[-2000:]
+
+
+def test_draw_writes_the_stage_graph_and_the_loop_nest(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    case = write_case(tmp_path)
+    png = tmp_path / "schedule.png"
+    rc, out, err = run(["draw", case, "--png", png, "--config", "BM=32"])
+    assert rc == 0, err
+    assert f"drew the stage graph and loop nest of {case} (BM=32,BN=16,BK=16) into {png}" in out
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
+
+
+def test_draw_graph_data_says_where_each_stage_runs():
+    """The data behind the picture: stages, caches, placements, kernels and how each value travels."""
+    from tilec.draw import layers, schedule_graph
+    from tilec.tune.userfile import load_file, make_schedule
+    s, _ = make_schedule(load_file(str(REPO / "examples" / "matmul_silu.py")), "matmul_silu.py")
+    g = schedule_graph(s)
+    assert set(g.nodes) == {"A", "W", "C", "Y", "A_shared", "W_shared", "C_local"}
+    assert {n: g.nodes[n]["placement"] for n in ("C", "Y", "A_shared", "C_local")} == {
+        "C": "root", "Y": "at C.jo", "A_shared": "at C.ko", "C_local": "at C.jo"}
+    assert {g.nodes[n]["kernel"] for n in ("C", "Y", "A_shared", "C_local")} == {"Y_kernel"}
+    assert g.nodes["A"]["kind"] == "input" and g.nodes["A_shared"]["kind"] == "cache_read"
+    assert not g.has_edge("A", "C")                                     # A's tiles reach C through A_shared
+    assert g.edges["A", "A_shared"]["how"] == "tiles loaded at C.ko"
+    assert g.edges["A_shared", "C"]["how"] == "reads the tiles"
+    assert g.edges["C", "Y"]["how"] == "Y at C.jo"
+    assert layers(g)["A"] == 0 and layers(g)["A_shared"] == 1 and layers(g)["C"] == 2
+    # an inlined stage, and a consumer in another kernel
+    M, N = tc.size_vars("M N")
+    X = tc.placeholder((M, N), "float32", name="X")
+    A = tc.compute((M, N), lambda i, j: X[i, j] * 2.0, name="A")
+    B = tc.compute((M, N), lambda i, j: A[i, j] + 1.0, name="B")
+    k = tc.reduce_axis(N, name="k")
+    B3 = tc.compute((M, N), lambda i, j: B[i, j] * 3.0, name="B3")
+    R = tc.compute((M,), lambda i: tc.sum(B3[i, k], axis=k), name="R")
+    s = tc.create_schedule(R)
+    s[A].compute_inline()
+    s[B3].compute_inline()
+    g = schedule_graph(s)
+    assert g.nodes["A"]["placement"] == "inline" and g.nodes["A"]["kernel"] is None
+    assert g.edges["A", "B"]["how"] == "inlined" and g.edges["X", "A"]["how"] == "read from memory"
+    assert g.edges["B", "B3"]["how"] == "read by the inlined B3" and g.edges["B3", "R"]["how"] == "inlined"
+    assert "B" in tc.lower(s).plan.stored and g.nodes["B"]["label"] == "B\nroot of B_kernel\n(stored)"
+    assert (g.nodes["B"]["kernel"], g.nodes["R"]["kernel"]) == ("B_kernel", "R_kernel")
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["draw", "{case}", "--png", "{dir}/s.jpg"], "draw: '{dir}/s.jpg' is not a .png path; give e.g. schedule.png"),
+    (["draw", "{case}"], "required: --png"),
+    (["draw", "{case}", "--png", "{dir}/s.png", "--config", "BM=48"], "not one of the choices of knob 'BM'"),
+])
+def test_draw_errors_exit_2_with_one_line(tmp_path, monkeypatch, argv, message):
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    case = write_case(tmp_path)
+    rc, out, err = run([a.format(case=case, dir=tmp_path) for a in argv])
+    assert rc == 2 and err.startswith("error: ") and err.count("\n") == 1, err
+    assert message.format(dir=tmp_path) in err

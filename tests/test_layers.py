@@ -17,7 +17,7 @@ import tilec as tc
 ROOT = Path(__file__).resolve().parent.parent / "tilec"
 # layer of each top-level module or package of tilec; a module may import its own layer and below
 LAYER = {"errors": 0, "version": 0, "_callable": 0, "ir": 1, "schedule": 2, "poly": 3, "plan": 4, "lower": 5,
-         "runtime": 6, "tune": 7, "cli": 8, "__main__": 8}  # __main__: python -m tilec, the cli
+         "runtime": 6, "tune": 7, "draw": 8, "cli": 8, "__main__": 8}  # __main__: python -m tilec, the cli; draw: its pictures
 
 
 def _imports(path: Path):

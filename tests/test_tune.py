@@ -16,6 +16,8 @@ import torch
 
 import tilec as tc
 from tilec.tune.measure import Measurer
+from tilec.tune.study import FewerConfigs, default_jobs
+from tilec.tune.trials import measured_itself
 
 sys.path.insert(0, str(Path(__file__).parent))
 import computes  # noqa: E402
@@ -188,7 +190,10 @@ def _two_workers(storage, study):
         assert p.returncode == 0, out.decode()[-2000:]
     st, fin = _finished(storage, study)
     assert not [t for t in st.trials if t.state == optuna.trial.TrialState.RUNNING]
-    assert 8 <= len(fin) <= 9  # MaxTrialsCallback stops both; a race may add one
+    measured = [t for t in fin if measured_itself(t)]  # what trials= counts: not repeats, not pruned
+    assert len(measured) == len({tuple(sorted(t.params.items())) for t in measured})
+    # both stop at 8 measured configs; the trials still running in the other worker (one per job) may add more
+    assert 8 <= len(measured) <= 7 + 2 * default_jobs(), [(t.number, t.state, t.user_attrs) for t in fin]
     numbers = [t.number for t in st.trials]
     assert len(numbers) == len(set(numbers))
     measured = [tuple(sorted(t.params.items())) for t in fin
@@ -320,9 +325,10 @@ def test_a_space_the_trials_cover_is_searched_whole_unseeded(tmp_path):
 
 @pytest.mark.parametrize("terminal, progress, shown", [(True, None, True), (False, None, False),
                                                       (True, False, False), (False, True, True)])
-def test_progress_is_shown_on_a_terminal_by_default(tmp_path, monkeypatch, terminal, progress, shown):
+def test_progress_is_shown_on_a_terminal_by_default(tmp_path, monkeypatch, capsys, terminal, progress, shown):
     """tc.tune's progress bar: on by default where stderr is a terminal, off elsewhere (logs, CI);
-    progress=True/False overrides it."""
+    progress=True/False overrides it. It is tilec's (configs measured, the best time in microseconds),
+    never optuna's (trials, best value in seconds: "Best value: 9.67616e-05")."""
     import optuna
 
     from tilec.tune import study as study_mod
@@ -334,8 +340,85 @@ def test_progress_is_shown_on_a_terminal_by_default(tmp_path, monkeypatch, termi
     monkeypatch.setattr(study_mod, "_stderr_is_terminal", lambda: terminal)
     s, args = tune_case.make()
     tc.tune(s, tune_case.MIX, trials=1, args=args, reference=tune_case.reference, jobs=0,
-            storage=f"sqlite:///{tmp_path / 'p.db'}", progress=progress)
-    assert seen == [shown]
+            storage=f"sqlite:///{tmp_path / 'p.db'}", progress=progress, timer=lambda kernel, inputs: 12.5e-6)
+    assert seen == [False]
+    err = capsys.readouterr().err
+    assert ("measured: 100%" in err and "1/1" in err and "best 12.50 us (#0)" in err) == shown, err
+    assert "Best value" not in err
+
+
+def test_trials_counts_measured_configs_not_repeats_or_pruned(tmp_path):
+    """--trials 12 measured 9 configs: repeats and pruned configs counted as trials. A study that holds
+    three trials of one config and one pruned config gets 6 measured configs from trials=6."""
+    s, args = tune_case.make()
+    s.cache_read(args[0], "shared", readers=[s[args[2]]]).compute_at(s[args[2]], s[args[2]].leaves[2])
+    storage = f"sqlite:///{tmp_path / 'n.db'}"
+    st = optuna.create_study(study_name="n", storage=storage)
+    same = {"BM": 16, "BN": 16, "BK": 16, "warps": 4}
+    for cfg in (same, same, same, {"BM": 32, "BN": 16, "BK": 32, "warps": 4}):  # the last does not fit
+        st.enqueue_trial(cfg)
+    tuned = tc.tune(s, tune_case.MIX, trials=6, args=args, reference=tune_case.reference, storage=storage,
+                    study_name="n", shared_limit=2048, timer=lambda kernel, inputs: 1e-6 * kernel.config["BN"], jobs=0)
+    trials = tuned.trials()
+    assert [t.get("duplicate_of") for t in trials[:3]] == [None, 0, 0]
+    assert trials[3]["state"] == "PRUNED" and "shared memory" in trials[3]["pruned"]
+    measured = [t for t in trials if t["measured"]]
+    assert len(measured) == 6 and len({tuple(sorted(t["config"].items())) for t in measured}) == 6
+    assert not [t for t in trials if t["measured"] and "duplicate_of" in t]
+
+
+def test_seeds_leave_half_the_trials_to_the_sampler(tmp_path):
+    """With --trials 8, every trial was a cost-model seed: seeds=8 took all 8 and the sampler none."""
+    s, args = tune_case.make()
+    tuned = tc.tune(s, tune_case.MIX, trials=8, args=args, reference=tune_case.reference, jobs=0,
+                    storage=f"sqlite:///{tmp_path / 's.db'}", timer=lambda kernel, inputs: 1e-6 * kernel.config["BM"])
+    trials = tuned.trials()
+    assert sum(1 for t in trials if t["measured"]) == 8
+    assert [t.get("seed") for t in trials[:4]] == ["cost model"] * 4
+    assert not [t for t in trials[4:] if t.get("seed") and "after_repeat" not in tuned.study.trials[t["number"]].user_attrs]
+
+
+@pytest.mark.parametrize("trials", [10, 20])  # the sampler (TPE) and the grid (the space fits the trials)
+def test_a_space_with_fewer_configs_than_trials_is_measured_whole_and_warns(tmp_path, trials):
+    s, args = tune_case.make()
+    s.cache_read(args[0], "shared", readers=[s[args[2]]]).compute_at(s[args[2]], s[args[2]].leaves[2])
+    with pytest.warns(FewerConfigs, match=rf"measured 4 configs, fewer than trials={trials}: the space has only 4 "
+                                          r"that can be measured \(16 in all, 12 pruned before compiling\)"):
+        tuned = tc.tune(s, tune_case.MIX, trials=trials, args=args, reference=tune_case.reference, jobs=0,
+                        storage=f"sqlite:///{tmp_path / 'f.db'}", shared_limit=16 * 16 * 4,
+                        timer=lambda kernel, inputs: 1e-6 * kernel.config["BN"])
+    measured = [t for t in tuned.trials() if t["measured"]]
+    assert {(t["config"]["BM"], t["config"]["BK"]) for t in measured} == {(16, 16)} and len(measured) == 4
+    assert len(tuned.trials()) <= trials + 16                          # it stopped, and soon
+
+
+def test_failed_configs_count_as_measured_and_never_win(tmp_path):
+    s, args = tune_case.make()
+
+    def timer(kernel, inputs):
+        if kernel.config["BM"] == 16:
+            raise RuntimeError("out of resources: shared memory")
+        return 1e-6
+
+    tuned = tc.tune(s, tune_case.MIX, trials=6, args=args, reference=tune_case.reference, jobs=0,
+                    storage=f"sqlite:///{tmp_path / 'f.db'}", timer=timer)
+    failed = [t for t in tuned.trials() if t["state"] == "FAIL" and t["measured"]]
+    assert failed and all("out of resources" in t["failure"] for t in failed)
+    assert sum(t["measured"] for t in tuned.trials()) == 6
+    assert all(c["BM"] == 32 for o in tuned.options for c in o.configs.values())
+
+
+def test_the_json_report_gives_times_in_seconds_and_microseconds(tmp_path):
+    import json
+    s, args = tune_case.make()
+    tuned = tc.tune(s, tune_case.MIX, trials=2, args=args, reference=tune_case.reference, jobs=0,
+                    storage=f"sqlite:///{tmp_path / 'j.db'}", timer=lambda kernel, inputs: 2.5e-6)
+    data = json.loads(Path(tuned.report(str(tmp_path / "r.json"))).read_text())
+    t = next(t for t in data["trials"] if t["state"] == "COMPLETE")
+    assert t["value"] == pytest.approx(2.5e-6) and t["value_us"] == pytest.approx(2.5)
+    assert t["times"]["K=24,M=16,N=20"] == pytest.approx(2.5e-6) and t["times_us"]["K=24,M=16,N=20"] == pytest.approx(2.5)
+    assert data["summary"]["chosen"]["T_us"] == pytest.approx(2.5)
+    assert "2.50 us/call" in data["plan"]
 
 
 def test_progress_argument_is_checked(tmp_path):

@@ -2,16 +2,21 @@
 
     tilec tune FILE --mix "M=256:8,1536:1,2048:1" --fixed "K=4096,N=12288" [--trials 64]
                [--storage URL] [--study NAME] [--expected-calls N] [--worker] [--report out.json]
-               [--no-progress] [--jobs N] [--timeout SECONDS]
+               [--no-progress] [--jobs N] [--timeout SECONDS] [--gpus all|N|0,1]
     tilec show [--storage URL] [--study NAME] [--file FILE --mix ... --fixed ...]
     tilec show --tuned FILE --mix ... [--fixed ...] [--storage URL]
-    tilec lower FILE [--config BM=128,BN=128]
+    tilec draw FILE --png PATH [--config BM=128,BN=128]
+    tilec lower FILE [--config BM=128,BN=128] [--target cuda|interpreter] [--sizes M=100,...] [--out PATH]
     tilec --version            (also: python -m tilec ...)
 
 FILE is a Python file like the examples: it defines `make()` -> (schedule, args) and, for `tune`,
 `reference(*inputs)` (torch; without it the unscheduled compute built by tilec is the reference).
 Its directory is put on `sys.path`, so it can `import common`. `tune` shows optuna's progress bar
 on stderr while it runs (where stderr is a terminal; `--no-progress` never), then every trial of the study, the plan, and how to find the study again.
+`--trials N` counts configs measured: repeats of a config and pruned configs are recorded, not counted.
+Kernel times are printed in microseconds. `draw` draws a schedule's stage graph and loop nest into a PNG.
+Without a GPU, kernels run in Triton's interpreter: `tune`, `show` and `draw` set TRITON_INTERPRET=1
+themselves before the file is imported, so a file that imports triton itself works too.
 User errors (a bad mix, a missing file, a bad storage, a TilecError) print one `error: ...` line and
 exit with status 2; `--traceback` shows the Python traceback instead. `tune` measures candidates in
 worker processes that rebuild the schedule from FILE where they cannot be forked (on a GPU); SIGINT
@@ -34,7 +39,12 @@ from tilec.tune.trials import (  # noqa: F401 (the library makes the table; the 
     format_table,
     trial_rows,
 )
-from tilec.tune.userfile import UserError, load_file, make_schedule  # noqa: F401 (cli's names too)
+from tilec.tune.userfile import (  # noqa: F401 (cli's names too)
+    UserError,
+    load_file,
+    make_schedule,
+    use_interpreter_without_gpu,
+)
 
 MIX_HELP = ('the shapes and their call weights: "M=256:8,1536:1,2048:1" (one size varies; value:weight) '
             'or "M=256;N=64:8|M=512;N=64:1" (several sizes per shape)')
@@ -74,7 +84,8 @@ def parse_mix(text: str, fixed: str | None):
                         f"--mix \"M=256;N=64:8|M=512;N=64:1\"") from e
 
 
-def parse_config(text: str | None) -> dict[str, int]:
+def parse_config(text: str | None, what: str = "--config", pairs: str = "knob=int pairs, e.g. BM=128,BN=64"
+                 ) -> dict[str, int]:
     """"BM=128,BN=128" -> {"BM": 128, "BN": 128}."""
     out: dict[str, int] = {}
     for part in (text or "").split(","):
@@ -86,7 +97,7 @@ def parse_config(text: str | None) -> dict[str, int]:
                 raise ValueError
             out[name.strip()] = int(value)
         except ValueError:
-            raise UserError(f"bad --config {text!r}: expected knob=int pairs, e.g. BM=128,BN=64") from None
+            raise UserError(f"bad {what} {text!r}: expected {pairs}") from None
     return out
 
 
@@ -130,8 +141,11 @@ def load_study(name: str, storage: str):
 # -- commands --------------------------------------------------------------------------------------
 
 def cmd_tune(a) -> int:
-    from tilec.tune.study import study_key
+    import warnings
+
+    from tilec.tune.study import FewerConfigs, study_key
     mix = parse_mix(a.mix, a.fixed)
+    use_interpreter_without_gpu()
     module = load_file(a.file)
     s, args = make_schedule(module, a.file)
     check_mix(s, mix, a.file)
@@ -140,15 +154,23 @@ def cmd_tune(a) -> int:
     from tilec.tune.storage import check_storage
     check_storage(storage)  # before anything is printed or started
     name = a.study or study_key(s, mix, args)
-    print(f"tuning {a.file} for {mix}: {a.trials} trials, study {name} in {storage}"
+    print(f"tuning {a.file} for {mix}: {a.trials} configs to measure, study {name} in {storage}"
           f"{' (worker)' if a.worker else ''}")
     if reference is None:
         print(f"note: {a.file} defines no reference(); candidates are checked against the unscheduled "
               f"compute built by tilec")
     sys.stdout.flush()
-    tuned = tc.tune(s, mix, trials=a.trials, args=args, reference=reference, storage=storage,
-                    expected_calls=a.expected_calls, worker=a.worker, study_name=name,
-                    progress=False if a.no_progress else None, jobs=a.jobs, timeout=a.timeout, recipe=a.file)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", FewerConfigs)
+        tuned = tc.tune(s, mix, trials=a.trials, args=args, reference=reference, storage=storage,
+                        expected_calls=a.expected_calls, worker=a.worker, study_name=name,
+                        progress=False if a.no_progress else None, jobs=a.jobs, timeout=a.timeout, recipe=a.file,
+                        gpus=a.gpus)
+    for w in caught:
+        if issubclass(w.category, FewerConfigs):
+            print(f"note: {str(w.message).removeprefix('tune: ')}")
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if a.worker:
         rows = trial_rows(load_study(name, storage))
         print(f"study {name} in {storage} now has {counts_text(rows)}")
@@ -179,6 +201,7 @@ def cmd_show(a) -> int:
         raise UserError("--fixed needs --mix")
     s = args = None
     if file:
+        use_interpreter_without_gpu()
         s, args = make_schedule(load_file(file), file)
         if mix is not None:
             check_mix(s, mix, file)
@@ -238,12 +261,36 @@ def _list_studies(storage: str) -> int:
 
 def cmd_lower(a) -> int:
     config = parse_config(a.config)
+    sizes = parse_config(a.sizes, "--sizes", "size=int pairs, e.g. M=100,N=4096")
     s, args = make_schedule(load_file(a.file), a.file)
     kernel = tc.build(s, args, config=config)
-    print(f"# loop nest ({config_text(kernel.config) or 'no knobs'})")
-    print(str(tc.lower(s, kernel.config)).rstrip())
-    print("\n# Triton source")
-    print(kernel.source)
+    target = a.target or kernel.target
+    if a.out:
+        if not a.sizes:
+            raise UserError("--out writes a runnable kernel file for one call: give its sizes with --sizes, "
+                            "e.g. --sizes M=4096,K=4096,N=4096")
+        from pathlib import Path
+
+        Path(a.out).write_text(kernel.file_text(target=target, **sizes))
+        print(f"wrote {a.out} ({target} form, sizes {config_text(sizes)}): run it with `python {a.out}`"
+              + (" on a GPU host" if target == "cuda" else ""))
+        return 0
+    print(f"# loop nest ({config_text(kernel.config) or 'no knobs'}{', sizes ' + config_text(sizes) if sizes else ''})")
+    print(str(kernel._program(False, True, kernel.program.plan.call_facts(sizes)) if sizes else
+              tc.lower(s, kernel.config)).rstrip())
+    print(f"\n# Triton source ({target} form)")
+    print(kernel.source_for(target=target, **sizes))
+    return 0
+
+
+def cmd_draw(a) -> int:
+    from tilec.draw import draw_schedule
+    config = parse_config(a.config)
+    use_interpreter_without_gpu()
+    s, args = make_schedule(load_file(a.file), a.file)
+    kernel = tc.build(s, args, config=config)  # checks the config (knobs not given: their first choice)
+    path = draw_schedule(s, a.png, config=kernel.config, title=f"{a.file} ({config_text(kernel.config) or 'no knobs'})")
+    print(f"drew the stage graph and loop nest of {a.file} ({config_text(kernel.config) or 'no knobs'}) into {path}")
     return 0
 
 
@@ -261,7 +308,9 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("file", metavar="FILE", help="Python file defining make() and reference()")
     t.add_argument("--mix", required=True, metavar="MIX", help=MIX_HELP)
     t.add_argument("--fixed", metavar="SIZES", help=FIXED_HELP)
-    t.add_argument("--trials", type=int, default=64, metavar="N", help="trials the study should have in all (default 64)")
+    t.add_argument("--trials", type=int, default=64, metavar="N",
+                   help="configs the study should have measured in all (default 64); repeats of a config and pruned "
+                        "configs are recorded but not counted")
     t.add_argument("--storage", metavar="URL", help="optuna storage URL: sqlite:///file.db, postgresql://... "
                                      "(default: sqlite under ~/.cache/tilec)")
     t.add_argument("--study", metavar="NAME", help="study name (default: derived from the schedule, mix, device and versions)")
@@ -273,6 +322,9 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--no-progress", action="store_true", help="no progress bar (by default optuna's bar is shown on stderr where it is a terminal)")
     t.add_argument("--jobs", type=int, metavar="N", help="worker processes measuring candidates (compiles run "
                    "in parallel; default: half the cores, at most 4; 0: in this process, unisolated)")
+    t.add_argument("--gpus", metavar="all|N|0,1", help="first run one worker process per GPU on the study, each "
+                   "pinned with CUDA_VISIBLE_DEVICES (compiles on the host's cores, each GPU times only its own); "
+                   "without a GPU, N workers on the CPU")
     t.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS",
                    help="fail a candidate whose compile, check and timing of every shape takes longer (default 300)")
     t.set_defaults(func=cmd_tune)
@@ -286,9 +338,21 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--fixed", metavar="SIZES", help=FIXED_HELP)
     s.set_defaults(func=cmd_show)
 
+    d = sub.add_parser("draw", help="draw a schedule's stage graph and loop nest into a PNG (needs matplotlib)")
+    d.add_argument("file", metavar="FILE", help="Python file defining make()")
+    d.add_argument("--png", required=True, metavar="PATH", help="the picture to write, e.g. schedule.png")
+    d.add_argument("--config", metavar="KNOBS", help="knob values, e.g. BM=128,BN=128 (default: each knob's first choice)")
+    d.set_defaults(func=cmd_draw)
+
     lo = sub.add_parser("lower", help="print a schedule's loop nest and Triton source")
     lo.add_argument("file", metavar="FILE", help="Python file defining make()")
     lo.add_argument("--config", metavar="KNOBS", help="knob values, e.g. BM=128,BN=128 (default: each knob's first choice)")
+    lo.add_argument("--target", choices=("cuda", "interpreter"),
+                    help="the form of the source: the GPU's or Triton's CPU interpreter's (default: this machine's)")
+    lo.add_argument("--sizes", metavar="SIZES", help="lower as a call with these sizes does, e.g. M=100,N=4096 (the "
+                    "loops that run once at them are gone, and so are the masks the tiles make unneeded)")
+    lo.add_argument("--out", metavar="PATH", help="write the runnable kernel file of a call with --sizes (kernels, "
+                    "launch code and a main) to PATH instead of printing")
     lo.set_defaults(func=cmd_lower)
     return p
 

@@ -10,14 +10,16 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import re
 import sys
 from pathlib import Path
 
 import torch
 
-from tilec.errors import ArgumentError, LoweringError
+from tilec.errors import ArgumentError, LoweringError, TilecError
 from tilec.ir.expr import SizeVar, evaluate, size_text
 from tilec.ir.tensor import Tensor, sizes_of
+from tilec.lower.launch import bound_sizes, launch_source
 from tilec.lower.program import Program
 from tilec.runtime import triton_compat
 from tilec.schedule.schedule import Schedule
@@ -32,16 +34,44 @@ def cache_dir() -> Path:
     return d
 
 
-def load_module(source: str):
-    """Load Triton source as a module (Triton's @jit needs the source in a real file)."""
-    key = hashlib.sha256(source.encode()).hexdigest()[:20]
+LOGS = ("output_code",)  # what TILEC_LOGS may name (comma-separated), as TORCH_LOGS does
+
+
+def logs() -> set[str]:
+    """The TILEC_LOGS switches set: `TILEC_LOGS=output_code` prints each generated module and its path as
+    it is built (to stderr). An unknown name is an error, not silence."""
+    names = {n.strip() for n in os.environ.get("TILEC_LOGS", "").split(",") if n.strip()}
+    unknown = sorted(names - set(LOGS))
+    if unknown:
+        raise ArgumentError(f"TILEC_LOGS={os.environ['TILEC_LOGS']!r}: unknown {', '.join(unknown)}; it takes "
+                            f"a comma-separated list of {', '.join(LOGS)}")
+    return names
+
+
+_INTERPRETER_PRELUDE = (
+    "# Triton's interpreter form (made on a machine without a GPU): run it as it is, or with\n"
+    "# TRITON_INTERPRET=1; the GPU form comes from `tilec lower FILE --target cuda`\n"
+    "import os\n\nos.environ.setdefault(\"TRITON_INTERPRET\", \"1\")\n"
+)
+
+
+def load_module(source: str, name: str = "tilec", launch: tuple[str, str] | None = None,
+                interpreter: bool = False):
+    """Load Triton source as a module (Triton's @jit needs the source in a real file), written to
+    `<name>_<hash>.py` under the cache directory, followed by its launch code (`launch`: the functions and
+    the tail of tilec.lower.launch.launch_source), so that the file runs on its own. Returns the module
+    (its `__file__` is the path); the first launch code given for a source is the one its file keeps."""
+    body = (_INTERPRETER_PRELUDE if interpreter else "") + source + (launch[0] if launch else "")
+    key = hashlib.sha256(source.encode()).hexdigest()[:20]  # kernels that share source share the module
     if key not in _MODULES:
         triton_compat.triton()
-        path = cache_dir() / f"tilec_{key}.py"
-        if not path.exists() or path.read_text() != source:
+        path = cache_dir() / f"{name[:48]}_{key[:12]}.py"
+        if not path.exists() or not path.read_text().startswith(body):
             tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(source)
+            tmp.write_text(body + (launch[1] if launch else ""))
             tmp.replace(path)
+        if "output_code" in logs():
+            print(f"tilec: kernel module {path}\n{path.read_text()}", file=sys.stderr, flush=True)
         spec = importlib.util.spec_from_file_location(f"tilec_kernels_{key}", path)
         mod = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = mod
@@ -51,7 +81,38 @@ def load_module(source: str):
 
 
 class Kernel:
-    """A built schedule: call it on torch tensors. `.source` is the Triton code, `.config` the knobs."""
+    """A built schedule: call it on torch tensors. `.source` is the Triton code, `.config` the knobs.
+
+    Made by `tc.build(s, args, config=...)`. `.inputs` and `.outputs` are the tensors of `args` (inputs,
+    then outputs), `.program` the lowered program (`print(kernel.program)`: the loop nests),
+    `.source_for(M=...)` the Triton code a call with those sizes runs, `.resources` the isl estimates.
+    It prints as its signature and config.
+
+    Args:
+        sched: the schedule.
+        args: the input placeholders and the output tensors the caller passes or gets back.
+        config: knob name -> value; knobs it leaves out take their first choice.
+        specialize: size name -> int, baked into the source as constants.
+
+    Raises:
+        ArgumentError: `args` misses an input or an output, names a tensor twice or one of another schedule,
+            or the config or `specialize` is bad.
+        IllegalScheduleError: the schedule would compute a wrong answer under this config.
+        LoweringError: the schedule cannot be expressed in Triton under this config.
+
+    Example:
+        >>> kernel = tc.build(s, [A, W, Y], config={})
+        >>> kernel  # doctest: +ELLIPSIS
+        <Kernel C_kernel, Y_kernel: (A: float32[M, K], W: float32[K, N]) -> Y: float32[M, N]; ...>
+    """
+
+    def __repr__(self) -> str:
+        ins = ", ".join(f"{t.name}: {t.dtype}[{', '.join(map(repr, t.shape))}]" for t in self.inputs)
+        outs = ", ".join(f"{t.name}: {t.dtype}[{', '.join(map(repr, t.shape))}]" for t in self.outputs)
+        config = ", ".join(f"{k}={v}" for k, v in sorted(self.config.items())) or "none (no knobs)"
+        spec = f"; specialized {', '.join(f'{k}={v}' for k, v in self.specialize.items())}" if self.specialize else ""
+        names = ", ".join(k.name for k in self.program.kernels)
+        return f"<Kernel {names}: ({ins}) -> {outs}; config {config}{spec}; target {self.target}>"
 
     def __init__(self, sched: Schedule, args, config=None, specialize=None):
         if not isinstance(args, (list, tuple)) or not all(isinstance(a, Tensor) for a in args):
@@ -84,6 +145,7 @@ class Kernel:
         self.program = self._program(False)
         self.specialize = dict(self.program.specialize)
         self.config = dict(self.program.config)
+        self.path: Path | None = None  # the kernel file the last call ran (a runnable module: `dump`)
         self._sizes = {}
         for t in self.inputs:
             for d, e in enumerate(t.shape):
@@ -116,14 +178,101 @@ class Kernel:
         and no tile divide its extent; `source_for(**sizes)` for given sizes."""
         return self.program.source()
 
-    def source_for(self, **sizes: int) -> str:
+    def source_for(self, *, target: str | None = None, **sizes: int) -> str:
         """The Triton module a call with these sizes runs (32-bit index form): lowered under the facts the
         sizes give (`Plan.call_facts`: the loops that run once are no loops, the masks the tiles make
-        unneeded are gone), as a call lowers it. `kernel.source_for(M=64, N=4096)`."""
+        unneeded are gone), as a call lowers it. `target`: "cuda" or "interpreter" (default: this
+        machine's, as `.source`): `kernel.source_for(target="cuda", M=64, N=4096)` on a CPU is the GPU's."""
+        from tilec.lower.program import TARGETS
+
         for name, value in sizes.items():
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ArgumentError(f"source_for: size {name} must be an int >= 0, got {value!r}")
-        return self._program(False, True, self.program.plan.call_facts(dict(sizes))).source()
+        if target is not None and target not in TARGETS:
+            raise ArgumentError(f"source_for: target must be one of {', '.join(TARGETS)}, got {target!r}")
+        prog = self._program(False, True, self.program.plan.call_facts(dict(sizes)))
+        return prog.with_form(target=target).source() if target and target != prog.target else prog.source()
+
+    def _check_sizes(self, what: str, sizes: dict) -> dict[str, int]:
+        """Sizes given by name for `what`: every size of the inputs, ints >= 0, meeting the kernel's facts."""
+        need = list(bound_sizes(self.inputs))
+        missing = [n for n in need if n not in sizes]
+        extra = [n for n in sizes if n not in need]
+        if missing or extra:
+            raise ArgumentError(f"{what}: give every size of the inputs ({', '.join(need) or 'none'}) and only those"
+                                + (f"; missing {', '.join(missing)}" if missing else "")
+                                + (f"; not a size of the inputs: {', '.join(extra)}" if extra else ""))
+        for name, value in sizes.items():
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ArgumentError(f"{what}: size {name} must be an int >= 0, got {value!r}")
+        for name, value in self.specialize.items():
+            if sizes.get(name) != value:
+                raise ArgumentError(f"{what}: this kernel is specialized for {name}={value}, got {name}={sizes.get(name)}")
+        for fact in self.program.facts:
+            if not isinstance(fact, tuple) and not evaluate(fact, sizes):
+                raise ArgumentError(f"{what}: the sizes break the fact tc.assume({fact!r}) of this kernel")
+        return {n: sizes[n] for n in need}
+
+    def file_text(self, *, target: str | None = None, **sizes: int) -> str:
+        """The kernel file (Triton kernels and their launch code, see `dump`) that a call with contiguous
+        inputs of these sizes runs, written for `target` ("cuda" or "interpreter"; default: this machine's)
+        without running anything: on a CPU, `kernel.file_text(target="cuda", M=4096, K=4096, N=4096)` is the
+        file the GPU would run. A size named `target` cannot be given here (use `dump`)."""
+        from tilec.lower.program import TARGETS
+
+        env = self._check_sizes("file_text", sizes)
+        target = target or self.target
+        if target not in TARGETS:
+            raise ArgumentError(f"file_text: target must be one of {', '.join(TARGETS)}, got {target!r}")
+        meta = {t.name: torch.empty([evaluate(e, env) for e in t.shape], dtype=getattr(torch, t.dtype), device="meta")
+                for t in (*self.inputs, *self.outputs)}
+        assume = self.program.plan.call_facts(env)
+        prog = self._program(False, True, assume)
+        for name in prog.buffers:
+            t = self.sched.tensors[name]
+            meta[name] = torch.empty([evaluate(e, env) for e in t.shape], dtype=getattr(torch, t.dtype), device="meta")
+        for name, (t, _) in prog.workspaces.items():
+            meta[name] = torch.empty([evaluate(e, env | prog.config) for e in t.shape], dtype=getattr(torch, t.dtype),
+                                     device="meta")
+        big = any(x.numel() > _INT32_LIMIT for x in meta.values())
+        descriptors = not big and all(_descriptor_fits(meta[p.tensor], block_shape(p, prog.config))
+                                      for _, p in prog.descriptors)
+        prog = self._program(big, descriptors, assume).with_form(target=target)
+        body, tail = launch_source(prog, self.inputs, self.outputs, env)
+        return (_INTERPRETER_PRELUDE if target != "cuda" else "") + prog.source() + body + tail
+
+    def dump(self, path: str | os.PathLike | None = None, **sizes: int) -> Path:
+        """Write the kernel file a call with these sizes runs, with its launch code, and return its path:
+        `python <path>` runs it on random inputs (`python <path> M=100 N=64` at other sizes of the same
+        form; a size that breaks the facts it was lowered under is refused there).
+
+        It calls the kernel once on fresh random inputs of these sizes (on this kernel's device), so the
+        file is the very one a call runs (for another target's file, see `file_text`). `path`: copy it
+        there too (else it stays in tilec's cache, `TILEC_CACHE_DIR`). `kernel.dump(M=100, K=64, N=32)`.
+
+        Raises ArgumentError if a size of the inputs is missing, is not an int >= 0, or breaks a fact."""
+        sizes = self._check_sizes("dump", sizes)
+        device = "cuda" if self.target == "cuda" else "cpu"
+        xs = []
+        for t in self.inputs:
+            shape = [evaluate(e, sizes) for e in t.shape]
+            dt = getattr(torch, t.dtype)
+            if dt == torch.bool:
+                xs.append(torch.randint(0, 2, shape, device=device).bool())
+            elif dt.is_floating_point:
+                xs.append(torch.randn(shape, device=device).to(dt))
+            else:
+                xs.append(torch.randint(-8, 8, shape, device=device).to(dt))
+        with torch.no_grad():
+            self(*xs)
+        # the file's example sizes are the first call's of its form: these sizes, in the dumped copy
+        text = re.sub(r"^_EXAMPLE_SIZES = .*$", lambda _: f"_EXAMPLE_SIZES = {sizes!r}", self.path.read_text(),
+                      count=1, flags=re.M)
+        out = Path(path) if path is not None else self.path
+        tmp = out.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text)
+        tmp.replace(out)
+        return out
 
     def lower(self) -> Program:
         return self.program
@@ -133,8 +282,22 @@ class Kernel:
         """Footprints and shared-memory/register estimates per kernel under this config (isl)."""
         return self.program.analysis.resources
 
+    def as_op(self, name: str):
+        """Register this kernel as the torch custom op `tilec::<name>` (torch.compile, export, FakeTensor);
+        tilec/runtime/custom_op.py."""
+        from tilec.runtime.custom_op import as_op
+        return as_op(self, name)
+
+    def graphed(self, *example_inputs, warmup: int = 3, pool=None):
+        """A call captured in a CUDA graph, replayed on copies of new inputs (CUDA only); custom_op.py."""
+        from tilec.runtime.custom_op import graphed
+        return graphed(self, *example_inputs, warmup=warmup, pool=pool)
+
     # -- call -----------------------------------------------------------------------------------
-    def _bind(self, tensors) -> dict[str, int]:
+    def _bind(self, tensors, check_device: bool = True, check_specialize: bool = True) -> dict[str, int]:
+        """Check the input tensors and bind the sizes from their shapes. A custom op's fake implementation
+        (tilec/runtime/custom_op.py) skips the device check (meta and fake tensors) and, for a Tuned, the
+        specialization check (its per-shape kernels are dispatched by shape)."""
         device = None
         for t, x in zip(self.inputs, tensors):
             if not isinstance(x, torch.Tensor):
@@ -151,7 +314,7 @@ class Kernel:
                 raise ArgumentError(f"{t.name} is on {x.device} but {self.inputs[0].name} is on {device}; "
                                     f"put all tensors on one device")
         want = "cuda" if self.target == "cuda" else "cpu"
-        if device is not None and device.type != want:
+        if check_device and device is not None and device.type != want:
             raise ArgumentError(f"tensors are on {device} but this kernel runs on {want} "
                                 f"({'a CUDA device' if want == 'cuda' else 'Triton interpreter, no CUDA device'}); "
                                 f"move them with .to({want!r})")
@@ -164,7 +327,7 @@ class Kernel:
                 bound = f" with {', '.join(f'{k}={v}' for k, v in env.items())}" if env else ""
                 raise ArgumentError(f"{t.name}: expected shape {tuple(want_shape)} ({_shape_text(t)}{bound}), "
                                     f"got {tuple(x.shape)}")
-        for name, value in self.specialize.items():
+        for name, value in (self.specialize if check_specialize else {}).items():
             if env.get(name) != value:
                 raise ArgumentError(f"this kernel is specialized for {name}={value}, but the tensors give "
                                     f"{name}={env.get(name)}; build another kernel for that size")
@@ -174,7 +337,37 @@ class Kernel:
                                     f"tc.assume({fact!r}) this kernel was compiled with (its masks rely on it)")
         return env
 
-    def __call__(self, *tensors, out=None):
+    def __call__(self, *tensors: torch.Tensor,
+                 out: torch.Tensor | list[torch.Tensor] | None = None) -> torch.Tensor | tuple[torch.Tensor, ...]:
+        """Run the kernels on torch tensors: the inputs in `args` order, returning the output (a tuple of
+        them for several), allocated, or written into `out=` (or passed after the inputs).
+
+        The first call with given shapes, strides and dtypes checks everything (shapes against the
+        sizes and `tc.assume` facts, dtypes, device, dense layout) and keeps the launches; later calls
+        with the same ones reuse them. Every call checks autograd and that `out=` shares no memory with
+        the inputs.
+
+        Args:
+            *tensors: the input tensors (then, optionally, the output tensors).
+            out: an output tensor, or a list of them, to write instead of allocating.
+
+        Returns:
+            The output tensor, or a tuple of them when the kernel has several outputs.
+
+        Raises:
+            ArgumentError: a tensor of the wrong number of dimensions, shape, dtype, device or layout;
+                sizes that break a fact or a specialization; an input or `out=` that requires grad; an `out=`
+                that overlaps an input.
+
+        Example:
+            >>> kernel = tc.build(s, [A, W, Y])
+            >>> a, w = torch.randn(40, 24), torch.randn(24, 20)
+            >>> y = kernel(a, w)
+            >>> y.shape, torch.allclose(y, torch.nn.functional.silu(a @ w), atol=1e-4)
+            (torch.Size([40, 20]), True)
+        """
+        if torch.compiler.is_compiling():  # torch.compile tracing this call: it cannot trace a launch
+            _refuse_compile(self)
         n_in, n_out = len(self.inputs), len(self.outputs)
         if len(tensors) == n_in + n_out and out is None:
             tensors, out = tensors[:n_in], tensors[n_in:]
@@ -197,10 +390,12 @@ class Kernel:
         descriptors = bool(self.program.descriptors) and key is not None and self._aligned(tensors, outs_given)
         call = self._calls.get((key, descriptors))
         if call is None:  # first call with these shapes: check everything, then remember the launches
+            if self.target == "cuda" and torch.cuda.is_current_stream_capturing():
+                _refuse_capture(self)
             call = self._prepare(tensors, outs_given, descriptors)
             if len(self._calls) < 256 and key is not None:
                 self._calls[key, descriptors] = call
-        device, out_shapes, buffer_shapes, launches, extents = call
+        device, out_shapes, buffer_shapes, launches, extents, self.path = call
         # what the key does not hold is checked on every call: autograd, and where out= points
         if torch.is_grad_enabled():
             self._check_no_grad(tensors, outs_given)
@@ -310,7 +505,8 @@ class Kernel:
         descriptors = descriptors and not big and all(
             _descriptor_fits(buffers[p.tensor], block_shape(p, prog.config)) for _, p in prog.descriptors)
         prog = self._program(big, descriptors, assume)
-        mod = load_module(prog.source())
+        mod = load_module(prog.source(), "_".join(self._out_names) or "tilec",
+                          launch_source(prog, self.inputs, self.outputs, env), interpreter=prog.target != "cuda")
         values = env | prog.config
         launches = []
         for k in prog.kernels:
@@ -347,7 +543,7 @@ class Kernel:
             launches.append(_Launch(getattr(mod, k.name), grid, static, tensor_params, descs))
         out_shapes = [(list(x.shape), x.dtype) for x in outs]
         extents = tuple(_extent(x) for x in (*tensors, *outs))
-        return device, out_shapes, buffer_shapes, launches, extents
+        return device, out_shapes, buffer_shapes, launches, extents, Path(mod.__file__)
 
     def _outputs(self, out, env, device):
         shapes = [[evaluate(e, env) for e in t.shape] for t in self.outputs]
@@ -418,6 +614,23 @@ def sm_count(device) -> int:
     if torch.device(device).type != "cuda":
         return INTERPRETER_PROGRAMS
     return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def _refuse_capture(kernel) -> None:
+    """A call with new shapes while a CUDA stream captures a graph: it would compile (cuModuleLoadData is
+    not allowed during capture, and the capture would be invalidated): say to warm up first."""
+    raise TilecError(f"{kernel.program.kernels[0].name if kernel.program.kernels else 'kernel'}: called with new "
+                     f"shapes while a CUDA graph is being captured; compiling and preparing a call cannot be "
+                     f"captured. Call the kernel once with the same shapes, strides and dtypes before capturing "
+                     f"(torch.cuda.graphs' warm-up), or use kernel.graphed(*inputs), which does")
+
+
+def _refuse_compile(kernel) -> None:
+    """A Kernel (or Tuned) called inside a function torch.compile traces: Dynamo would trace into the launch
+    (Triton's launcher, or its interpreter on a CPU) and fail or break the graph; a custom op is opaque."""
+    raise TilecError("a tilec kernel was called inside torch.compile; register it as a custom op and call "
+                     "that instead: op = kernel.as_op('name') (or tuned.as_op('name')), then op(*inputs) in the "
+                     "compiled function (docs/pytorch.md)")
 
 
 def _too_large(fn, e) -> LoweringError:

@@ -79,7 +79,7 @@ def describe(opts: list[PlanOption], chosen: PlanOption, calls: float) -> str:
     lines = [f"plans for {calls:,.0f} expected calls (total = P + calls * T):"]
     for o in opts:
         mark = "->" if o is chosen else "  "
-        lines.append(f" {mark} {o.name:9s} T = {o.T * 1e6:9.2f} us/call  P = {o.P:8.2f} s  "
+        lines.append(f" {mark} {o.name:9s} T = {o.T * 1e6:10,.2f} us/call  P = {o.P:8.2f} s  "
                      f"total = {o.total(calls):10.2f} s")
         for shape, cfg in o.configs.items():
             lines.append(f"        {shape:28s} {cfg}")

@@ -2,9 +2,15 @@
 
 - The objective of a config is the call-weighted time sum_s w_s * t_s over the mix; every shape's
   time is stored on the trial (`user_attrs["times"]`).
+- `trials` is the number of configs to measure: a trial counts when it measured its own config
+  (completed, or failed while being built, checked or timed: `trials.measured_itself`). Repeats of a
+  config, pruned and refused configs and interrupted trials are recorded in the study but do not
+  count. When the sampler proposes a config the study has already tried, the cost model's best untried
+  config is queued next; when the space has fewer configs that can be measured than `trials`, tuning
+  stops once it has measured them all and warns (`FewerConfigs`).
 - Before anything compiles, infeasible configs are pruned (`space.py`); the cost model's best
-  feasible configs seed the study (`enqueue_trial`). Small spaces are searched exhaustively (grid),
-  larger ones with multivariate TPE.
+  feasible configs seed the study (`enqueue_trial`; at most half the trials, so that the sampler
+  proposes the rest). Small spaces are searched exhaustively (grid), larger ones with multivariate TPE.
 - Candidates are measured in worker processes (`workers.py`), `jobs` at a time: a config that fails
   (does not lower or compile, runs out of resources, gives a wrong answer, hangs past `timeout`,
   crashes its worker) is a failed trial with the reason in `user_attrs["failure"]`, never a winner,
@@ -57,10 +63,12 @@ from tilec.tune.mix import ShapeMix
 from tilec.tune.plans import describe, options
 from tilec.tune.space import SearchSpace
 from tilec.tune.storage import check_storage, default_storage, make_storage
+from tilec.tune.trials import REFUSED, fmt_time, measured_itself
 from tilec.tune.workers import Interrupted, Job, make_pool
 from tilec.version import __version__
 
-__all__ = ["FINISHED", "TuningInterrupted", "Tuned", "default_storage", "make_storage", "study_key", "tune"]
+__all__ = ["FINISHED", "FewerConfigs", "TuningInterrupted", "Tuned", "default_storage", "make_storage", "study_key",
+           "tune"]
 
 FINISHED = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED, optuna.trial.TrialState.FAIL)
 KEY_SCHEMA = 2            # bump when what goes into study names changes
@@ -75,6 +83,12 @@ class TuningInterrupted(KeyboardInterrupt):
     def __init__(self, why: str):
         super().__init__(why)
         self.signal = why
+
+
+class FewerConfigs(UserWarning):
+    """Tuning measured fewer configs than `trials`: the space has no more that can be measured (the
+    message says how many it has and how many were pruned), or the sampler kept proposing configs
+    already tried."""
 
 
 class _Grid(optuna.samplers.GridSampler):
@@ -140,12 +154,16 @@ def _seconds(value) -> float:
     return float(value) if type(value) in (int, float) and math.isfinite(value) and value >= 0 else 0.0
 
 
-def _results(study) -> int:
-    """Finished trials with a result: complete, pruned, or failed with a reason. A trial that was
-    interrupted, or whose process died, has none (its config is queued again): it does not count
-    towards `trials`."""
-    return sum(1 for t in study.get_trials(deepcopy=False, states=FINISHED)
-               if t.state != optuna.trial.TrialState.FAIL or isinstance(t.user_attrs.get("failure"), str))
+def _measured(study) -> int:
+    """The configs the study's trials measured, which is what `trials` counts (`measured_itself`):
+    repeats, pruned and refused configs and interrupted trials are not counted."""
+    return sum(1 for t in study.get_trials(deepcopy=False, states=FINISHED) if measured_itself(t))
+
+
+def _seed_count(seeds: int, trials: int) -> int:
+    """How many cost-model seeds a new study gets: `seeds`, but at most half the trials (at least one),
+    so that the sampler proposes the rest."""
+    return max(0, min(seeds, max(1, trials // 2)))
 
 
 def _check_study(study, name: str, knobs: dict) -> None:
@@ -172,7 +190,27 @@ def _config_key(cfg: dict) -> str:
 
 
 class Tuned:
-    """The result of tc.tune: a plan, and a callable that dispatches each call to its kernel."""
+    """The result of tc.tune: a plan, and a callable that dispatches each call to its kernel.
+
+    `.plan` is the plans' comparison as text (which config serves which shape, and why), `.chosen` the plan
+    taken, `.kernels` its kernels by shape, `.source(M=...)` the Triton code that runs for a shape and
+    `.trials()` every trial of the study. Calling it runs the kernel of the call's shape (for a shape
+    outside the mix, the generic kernel of the nearest shape's config). It prints as a summary of the plan.
+
+    Example:
+        >>> mix = tc.ShapeMix([({"M": 64}, 8), ({"M": 256}, 1)], fixed={"K": 128, "N": 256})  # doctest: +SKIP
+        >>> tuned = tc.tune(s, mix, trials=8, args=[A, W, Y])  # doctest: +SKIP
+        >>> tuned  # doctest: +SKIP
+        <Tuned: plan generic for 2 shape(s) (K=128,M=64,N=256: BM=64; K=128,M=256,N=256: BM=64), 41.20 us/call; other plans: per-shape>
+        >>> y = tuned(a, w)  # doctest: +SKIP
+    """
+
+    def __repr__(self) -> str:
+        configs = "; ".join(f"{shape}: {', '.join(f'{k}={v}' for k, v in sorted(cfg.items())) or 'no knobs'}"
+                            for shape, cfg in self.chosen.configs.items())
+        others = ", ".join(o.name for o in self.options if o is not self.chosen)
+        return (f"<Tuned: plan {self.chosen.name} for {len(self.chosen.configs)} shape(s) ({configs}), "
+                f"{self.chosen.T * 1e6:.2f} us/call; other plans: {others or 'none'}>")
 
     def __init__(self, sched, args, mix, study, chosen, opts, calls, kernels):
         self.sched, self.args, self.mix, self.study = sched, args, mix, study
@@ -213,6 +251,17 @@ class Tuned:
     def __call__(self, *tensors, out=None):
         return self.kernel_for(tensors[: len(self._inputs)])(*tensors, out=out)
 
+    def as_op(self, name: str):
+        """Register this plan as the torch custom op `tilec::<name>`, dispatching on shapes as a call does
+        (tilec/runtime/custom_op.py)."""
+        from tilec.runtime.custom_op import as_op
+        return as_op(self, name)
+
+    def graphed(self, *example_inputs, warmup: int = 3, pool=None):
+        """A call captured in a CUDA graph, replayed on copies of new inputs (CUDA only); custom_op.py."""
+        from tilec.runtime.custom_op import graphed
+        return graphed(self, *example_inputs, warmup=warmup, pool=pool)
+
     def source(self, **sizes) -> str:
         """The Triton code that runs for these sizes, e.g. `tuned.source(M=256)`."""
         full = {**self.mix.fixed, **sizes}
@@ -223,46 +272,27 @@ class Tuned:
         return k.source_for(**full)
 
     def trials(self) -> list[dict]:
-        """Every trial: its config, state, weighted time, per-shape times, failure or pruning reason."""
+        """Every trial: its config, state, weighted time and per-shape times in seconds (`value`, `times`)
+        and in microseconds (`value_us`, `times_us`), failure or pruning reason, and whether it measured its
+        config itself (`measured`: what `trials=` counts) or repeated another trial's (`duplicate_of`)."""
         out = []
         for t in self.study.get_trials(deepcopy=False):
-            out.append({"number": t.number, "state": t.state.name, "config": t.params, "value": t.value,
-                        **{k: t.user_attrs[k] for k in ("times", "failure", "pruned", "duplicate_of", "seed")
-                           if k in t.user_attrs}})
+            row = {"number": t.number, "state": t.state.name, "config": t.params, "value": t.value,
+                   **{k: t.user_attrs[k] for k in ("times", "failure", "pruned", "duplicate_of", "seed")
+                      if k in t.user_attrs}, "measured": measured_itself(t)}
+            if type(t.value) in (int, float) and math.isfinite(t.value):
+                row["value_us"] = t.value * 1e6
+            times = t.user_attrs.get("times")
+            if isinstance(times, dict):
+                row["times_us"] = {k: v * 1e6 for k, v in times.items() if type(v) in (int, float)}
+            out.append(row)
         return out
 
     def report(self, path: str) -> str:
-        """Write the trials and the plan: JSON always, a plot too when `path` ends in .png (needs
-        matplotlib). Returns the path written."""
-        data = {"plan": self.plan, "trials": self.trials()}
-        p = Path(path)
-        if p.suffix != ".png":
-            p.write_text(json.dumps(data, indent=2, default=str))
-            return str(p)
-        try:
-            import matplotlib
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
-        except ImportError as e:
-            raise ArgumentError("report to .png needs matplotlib (pip install matplotlib); or give a "
-                                ".json path") from e
-        done = [t for t in data["trials"] if t["state"] == "COMPLETE" and "times" in t]
-        fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.5))
-        a.plot([t["number"] for t in done], [t["value"] * 1e6 for t in done], "o")
-        a.set_xlabel("trial")
-        a.set_ylabel("weighted time per call (us)")
-        a.set_title("objective per trial")
-        for shape, _ in self.mix:
-            k = ShapeMix.key(shape)
-            b.plot(range(len(done)), [t["times"][k] * 1e6 for t in done], ".", label=k)
-        b.set_xlabel("completed config")
-        b.set_ylabel("time (us)")
-        b.set_title("per-shape time per config")
-        b.legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(p)
-        p.with_suffix(".json").write_text(json.dumps(data, indent=2, default=str))
-        return str(p)
+        """Write the trials and the plan: JSON always, a picture too when `path` ends in .png (needs
+        matplotlib; `tilec/tune/report.py` draws it and says what it shows). Returns the path written."""
+        from tilec.tune.report import write_report
+        return write_report(self, path)
 
 
 def seed_configs(sched, space, mix: ShapeMix, n: int) -> list[dict]:
@@ -311,24 +341,56 @@ def _stderr_is_terminal() -> bool:
         return False
 
 
+def _run_gpu_workers(gpus, recipe, worker, mix, trials, url, name, jobs, timeout) -> None:
+    """`tune(gpus=...)`: run the per-GPU worker processes on the study and wait for them (multi.py)."""
+    from tilec.tune import multi
+
+    if recipe is None:
+        raise ArgumentError("tune: gpus= runs worker processes, which rebuild the schedule from a recipe: pass "
+                            "recipe=FILE (a Python file defining make() and reference()), or use "
+                            "`tilec tune FILE --gpus ...`")
+    if worker:
+        raise ArgumentError("tune: gpus= starts the workers itself; worker=True is for a process that is one of them")
+    cuda = triton_compat.target() == "cuda"
+    count = torch.cuda.device_count() if cuda else 0
+    devs = multi.devices(gpus, cuda, count)
+    runs = multi.run_workers(recipe, mix, devs, trials, url, name, jobs=jobs, timeout=timeout)
+    failed = [r for r in runs if r.returncode != 0]
+    if failed:
+        warnings.warn("tune: " + "; ".join(f"the worker on {r.device} exited with status {r.returncode} "
+                                           f"(log {r.log}): {r.tail(3)}" for r in failed)
+                      + f"; {len(runs) - len(failed)} other worker(s) went on, and this process tops the study up",
+                      RuntimeWarning, stacklevel=3)
+
+
 def tune(sched, mix: ShapeMix, trials: int = 64, *, args=None, reference=None, storage: str | None = None,
          expected_calls: float = 1_000_000, timer=None, seed: int = 0, seeds: int = 8,
          study_name: str | None = None, worker: bool = False, shared_limit: int | None = None,
          heartbeat: int = 2, progress: bool | None = None, jobs: int | None = None,
-         timeout: float = DEFAULT_TIMEOUT, recipe: str | None = None) -> Tuned:
+         timeout: float = DEFAULT_TIMEOUT, recipe: str | None = None, gpus=None) -> Tuned:
     """Tune `sched`'s knobs for `mix` (see the module docstring); returns a `Tuned`.
+
+    `trials` is the number of configs the study should have measured in all (not the number to add):
+    repeats of a config, pruned and refused configs and interrupted trials are recorded but not
+    counted. Where the space has fewer configs that can be measured, tuning measures them all and warns
+    (`FewerConfigs`). `seeds` cost-model configs (at most half of `trials`) are measured first in a new
+    study.
 
     `args` defaults to the schedule's inputs then outputs; `reference` (inputs -> outputs, torch)
     checks every candidate on every shape, by default the unscheduled compute built by tilec.
     `worker=True` only adds trials to the shared study (for several processes or hosts);
-    `progress=True` shows a progress bar (optuna's, tqdm, on stderr); by default (None) it is shown
-    when stderr is a terminal; `progress=False` keeps tuning quiet.
+    `progress=True` shows a progress bar on stderr (tqdm: configs measured of `trials`, the best
+    weighted time in microseconds, repeats and pruned configs); by default (None) it is shown when
+    stderr is a terminal; `progress=False` keeps tuning quiet.
     `jobs` worker processes measure candidates (default: half the cores, at most 4; `jobs=0`
     measures in this process, unisolated); `timeout` bounds one candidate's compile, check and
     timing on every shape, in seconds. `recipe` is a Python file whose make() rebuilds this schedule
     (and whose reference(), if any, is the reference): on a GPU, workers start from it in fresh
     processes (`workers.py` explains why), and without it tuning there is not isolated.
     SIGINT/SIGTERM raise `TuningInterrupted` after failing and requeueing the running trials.
+    `gpus` ("all", a number, or GPU indices like "0,1"; needs `recipe`) first runs one worker process
+    per GPU on the study, each pinned with CUDA_VISIBLE_DEVICES, then picks the plan here (`multi.py`;
+    without a GPU, `gpus=N` runs N workers on the CPU).
     """
     if not isinstance(mix, ShapeMix):
         raise ArgumentError(f"tune: expected a tc.ShapeMix, got {type(mix).__name__}")
@@ -353,6 +415,8 @@ def tune(sched, mix: ShapeMix, trials: int = 64, *, args=None, reference=None, s
     name = study_name or study_key(sched, mix, args, space.shared_limit)
     url = storage or default_storage()
     check_storage(url)  # refuse what is not a storage before starting anything
+    if gpus is not None:  # one worker per GPU on the shared study first; this process then tops up and plans
+        _run_gpu_workers(gpus, recipe, worker, mix, trials, url, name, jobs, timeout)
     grid = space.size <= trials
     sampler = (_Grid(space.knobs, seed=seed) if grid else
                optuna.samplers.TPESampler(multivariate=True, seed=seed, n_startup_trials=max(4, min(10, trials // 4)),
@@ -376,7 +440,7 @@ def tune(sched, mix: ShapeMix, trials: int = 64, *, args=None, reference=None, s
         # Not a worker on SQLite: leave seeding to the coordinating process there.
         # A grid (the whole space fits the trials) visits every config: seeds would only measure some twice.
         if (created or not worker) and not study.trials and not (worker and url.startswith("sqlite")) and not grid:
-            for cfg in seed_configs(sched, space, mix, min(seeds, trials)):
+            for cfg in seed_configs(sched, space, mix, _seed_count(seeds, trials)):
                 study.enqueue_trial(cfg, user_attrs={"seed": "cost model"}, skip_if_exists=True)
         return study
 
@@ -412,6 +476,8 @@ def tune(sched, mix: ShapeMix, trials: int = 64, *, args=None, reference=None, s
                     return t
                 if t.state == optuna.trial.TrialState.FAIL and isinstance(t.user_attrs.get("failure"), str):
                     return t
+                if t.state == optuna.trial.TrialState.PRUNED and isinstance(t.user_attrs.get("pruned"), str):
+                    return t
                 if t.state == optuna.trial.TrialState.RUNNING and ticket(t) < mine:
                     want = intended(t)
                     started_at = t.datetime_start or datetime.datetime.now()
@@ -439,6 +505,36 @@ def tune(sched, mix: ShapeMix, trials: int = 64, *, args=None, reference=None, s
                 attrs["seed"] = trial.user_attrs["seed"]
             study.enqueue_trial(params, user_attrs=attrs)
 
+    untried_order: list = []    # the cost model's order of the feasible configs, computed at the first repeat
+    exhausted: list = []        # set when no untried config is left that can be measured
+    refill_lock = threading.Lock()
+
+    def refill(after) -> None:
+        """After a repeat (the sampler proposed a config the study has tried), queue the cost model's best
+        untried feasible config, unless one is queued already, so that every trial counted is a new
+        config; with none left, the space is exhausted and tuning stops. Not on a grid, which visits
+        every config by itself."""
+        if grid:
+            return
+        with refill_lock:
+            tried, waiting = set(), False
+            for t in study.get_trials(deepcopy=False):
+                if t.state == optuna.trial.TrialState.WAITING:
+                    waiting = True
+                fixed = t.system_attrs.get("fixed_params")
+                for cfg in (t.params, fixed):
+                    if _valid_config(cfg, space.knobs):
+                        tried.add(_config_key(cfg))
+            if waiting:
+                return
+            if not untried_order:
+                untried_order.extend(seed_configs(sched, space, mix, space.size))
+            for cfg in untried_order:
+                if _config_key(cfg) not in tried:
+                    study.enqueue_trial(cfg, user_attrs={"seed": "cost model", "after_repeat": after.number})
+                    return
+            exhausted.append(True)
+
     def objective(trial):
         cfg = None
         try:
@@ -447,16 +543,20 @@ def tune(sched, mix: ShapeMix, trials: int = 64, *, args=None, reference=None, s
             try:
                 cfg = {n: trial.suggest_categorical(n, choices) for n, choices in space.knobs.items()}
             except ValueError as e:  # an enqueued config (from the study) that is none of the choices
-                raise CandidateFailure(f"not a config of this schedule: {str(e)[:300]}") from None
+                raise CandidateFailure(f"{REFUSED}: {str(e)[:300]}") from None
             if not _valid_config(cfg, space.knobs):
-                raise CandidateFailure(f"not a config of this schedule: {cfg!r}"[:400])
+                raise CandidateFailure(f"{REFUSED}: {cfg!r}"[:400])
             done = settle(trial, cfg)
             if done is not None:
                 first = done.user_attrs.get("duplicate_of")  # point at the trial that measured it
                 trial.set_user_attr("duplicate_of", first if type(first) is int else done.number)
+                refill(trial)
                 if done.state == optuna.trial.TrialState.COMPLETE:
                     trial.set_user_attr("times", {k: done.user_attrs["times"][k] for k in keys})
                     return done.value
+                if done.state == optuna.trial.TrialState.PRUNED:
+                    trial.set_user_attr("pruned", done.user_attrs["pruned"][:2000])
+                    raise optuna.TrialPruned(done.user_attrs["pruned"][:2000])
                 raise CandidateFailure(done.user_attrs["failure"][:2000])
             feas = space.feasible(cfg)
             if not feas.ok:
@@ -482,34 +582,102 @@ def tune(sched, mix: ShapeMix, trials: int = 64, *, args=None, reference=None, s
             requeue(trial, cfg, f"{type(e).__name__}: {str(e)[:200]}")
             raise
 
+    bar = None
+
     def stop_when_told(study_, frozen) -> None:
-        if pool.stopping or _results(study_) >= trials:
+        measured = _measured(study_)
+        if bar is not None:
+            bar.show(study_, measured)
+        if pool.stopping or measured >= trials or exhausted:
             study_.stop()
 
     interrupted = None
     started = time.perf_counter()
+    n_jobs = 1
     try:
         with _signals(pool):
             pool.start()
             study = open_study()
-            done = _results(study)
+            done = _measured(study)
             if done < trials and not pool.stopping:
-                study.optimize(objective, n_trials=trials - done, n_jobs=max(1, jobs if pool.isolated else 1),
-                               catch=(CandidateFailure, _Stopped), show_progress_bar=progress,
-                               callbacks=[stop_when_told])
+                n_jobs = max(1, jobs if pool.isolated else 1)
+                # a bound that only a sampler proposing tried configs over and over reaches: each trial
+                # measures (at most `trials - done`, plus one per job in flight), prunes a new config, or
+                # repeats one, and each repeat queues an untried config
+                cap = (trials - done) + 2 * space.size + 4 * n_jobs
+                if progress:
+                    bar = _Progress(trials, done)
+                study.optimize(objective, n_trials=cap, n_jobs=n_jobs, catch=(CandidateFailure, _Stopped),
+                               show_progress_bar=False, callbacks=[stop_when_told])
     except (Interrupted, KeyboardInterrupt):
         interrupted = pool.stopping or "SIGINT"
     finally:
         pool.close()
+        if bar is not None:
+            bar.close()
         if study is not None:
             total_s = _seconds(study.user_attrs.get("tuning_seconds", 0.0)) + time.perf_counter() - started
             study.set_user_attr("tuning_seconds", total_s)
     interrupted = interrupted or pool.stopping
     if interrupted:
         raise TuningInterrupted(interrupted)
+    measured = _measured(study)
+    if measured < trials:
+        warnings.warn(FewerConfigs(_shortfall(study, space, trials, measured, grid or bool(exhausted))),
+                      stacklevel=3)  # the caller of tc.tune (through tilec._callable)
     if worker:
         return None
     return _choose(sched, args, mix, study, expected_calls, total_s, space.knobs)
+
+
+def _shortfall(study, space, trials: int, measured: int, exhausted: bool) -> str:
+    """Why tuning measured fewer configs than asked: the space holds no more that can be measured, or
+    (rarely) the sampler kept proposing configs already tried."""
+    if exhausted:
+        feasible = sum(1 for c in space.configs() if space.feasible(c).ok)
+        pruned = space.size - feasible
+        return (f"tune: measured {measured} configs, fewer than trials={trials}: the space has only {feasible} "
+                f"that can be measured ({space.size} in all, {pruned} pruned before compiling), and every one "
+                f"has been tried")
+    return (f"tune: measured {measured} configs, fewer than trials={trials}: the sampler kept proposing configs "
+            f"already tried ({len(study.trials)} trials in the study); run again to add more")
+
+
+class _Progress:
+    """The progress bar of `tc.tune` (tqdm, on stderr): configs measured of `trials`, the best weighted
+    time so far in microseconds, and how many trials repeated a config or were pruned."""
+
+    def __init__(self, total: int, done: int):
+        from tqdm import tqdm
+        self._lock = threading.Lock()
+        try:  # a terminal that reports no size (some ptys: 0 x 0) would get no bar at all
+            size = os.get_terminal_size(sys.stderr.fileno())
+        except (OSError, ValueError, AttributeError):
+            size = os.terminal_size((0, 0))
+        self._bar = tqdm(total=total, initial=min(done, total), desc="measured", unit="config", file=sys.stderr,
+                         **({"dynamic_ncols": True} if size.columns > 0 and size.lines > 0 else
+                            {"ncols": size.columns or 110, "nrows": size.lines or 24}))
+
+    def show(self, study, measured: int) -> None:
+        best, repeats, pruned = None, 0, 0
+        for t in study.get_trials(deepcopy=False, states=FINISHED):
+            if "duplicate_of" in t.user_attrs:
+                repeats += 1
+            elif t.state == optuna.trial.TrialState.PRUNED:
+                pruned += 1
+            if (t.state == optuna.trial.TrialState.COMPLETE and type(t.value) in (int, float)
+                    and math.isfinite(t.value) and (best is None or t.value < best[0])):
+                best = (t.value, t.number)
+        text = f"best {fmt_time(best[0])} (#{best[1]})" if best else "best -"
+        text += f", {repeats} repeat{'s' * (repeats != 1)}, {pruned} pruned"
+        with self._lock:
+            self._bar.n = min(measured, self._bar.total)
+            self._bar.set_postfix_str(text, refresh=False)
+            self._bar.refresh()
+
+    def close(self) -> None:
+        with self._lock:
+            self._bar.close()
 
 
 @contextlib.contextmanager

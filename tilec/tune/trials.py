@@ -1,23 +1,43 @@
 """A study's trials as rows and as a table: what `tilec tune` and `tilec show` print, and what a
 program can read (`trial_rows(tuned.study)`). Each row: number, state, config, weighted value, per-shape
-times, and a note that says why a trial was pruned, failed, retried or seeded."""
+times, whether the trial measured its config itself, and a note that says why a trial was pruned,
+failed, retried or seeded. Kernel times are printed in microseconds (`fmt_time`), whatever their size.
+
+`measured_itself(trial)` is what `trials=` counts: a trial that measured its own config (completed, or
+failed while being built, checked or timed). Repeats of a config (`duplicate_of`), pruned configs,
+refused ones (not a config of the schedule) and interrupted trials are recorded but not counted."""
 
 from __future__ import annotations
 
 import math
 
+UNIT = "us"  # microseconds, spelled in ASCII so that any terminal, log or pipe can print it
+
 
 def fmt_time(s) -> str:
-    """Seconds for people: "12.30 us", "1.234 ms"; "-" for none."""
+    """Seconds for people, always in microseconds: "12.30 us", "5,514.2 us"; "-" for none."""
     if s is None or (isinstance(s, float) and math.isnan(s)):
         return "-"
-    if type(s) not in (int, float):  # not a time (a study holds what its writers put there)
+    if type(s) not in (int, float) or not math.isfinite(s):  # not a time (a study holds what its writers put)
         return repr(s)[:40]
-    if s < 1e-3:
-        return f"{s * 1e6:.2f} us"
-    if s < 1:
-        return f"{s * 1e3:.3f} ms"
-    return f"{s:.3f} s"
+    us = s * 1e6
+    return f"{us:.2f} {UNIT}" if abs(us) < 1000 else f"{us:,.1f} {UNIT}"
+
+
+REFUSED = "not a config of this schedule"  # how a refused trial's failure begins (study.py writes it)
+
+
+def measured_itself(t) -> bool:
+    """Whether an optuna trial measured its own config, which is what `trials=` counts: complete, or
+    failed with a reason while its config was built, checked or timed; not a repeat (`duplicate_of`),
+    not pruned, not refused, not interrupted (no result)."""
+    ua = t.user_attrs
+    if "duplicate_of" in ua or "refused" in ua:
+        return False
+    if t.state.name == "COMPLETE":
+        return True
+    failure = ua.get("failure")
+    return t.state.name == "FAIL" and isinstance(failure, str) and not failure.startswith(REFUSED)
 
 
 _ORDER = {"COMPLETE": 0, "RUNNING": 1, "WAITING": 2, "FAIL": 3, "PRUNED": 4}
@@ -43,13 +63,17 @@ def trial_rows(study) -> list[dict]:
             notes.append("failed: no result recorded (interrupted, or its worker died)")
         if "retry_of" in ua:
             notes.append(f"retry of #{ua['retry_of']}")
+        if "after_repeat" in ua:
+            notes.append(f"queued after the repeat #{ua['after_repeat']}")
         if "interrupted" in ua:
             notes.append(f"interrupted ({ua['interrupted']}); queued again")
         fixed = t.system_attrs.get("fixed_params")
         config = dict(t.params) or (dict(fixed) if isinstance(fixed, dict) else {})  # a WAITING trial's: enqueued
         times = ua.get("times")
+        dup = ua.get("duplicate_of")
         rows.append({"number": t.number, "state": t.state.name, "config": config, "value": t.value,
                      "times": dict(times) if isinstance(times, dict) else {},
+                     "measured": measured_itself(t), "duplicate_of": dup if type(dup) is int else None,
                      "note": " ".join("; ".join(str(n) for n in notes).split())})
     return rows
 
@@ -82,12 +106,20 @@ def format_table(rows: list[dict], shapes: list[str] | None = None) -> str:
 
 
 def counts_text(rows) -> str:
-    """"12 trials (10 complete, 2 failed)"."""
+    """"12 trials (10 complete, 2 pruned; 8 configs measured, 2 repeats)": the states, then how many
+    configs were measured (what `trials=` counts) and how many trials repeated a config."""
     by: dict[str, int] = {}
     for r in rows:
         by[r["state"]] = by.get(r["state"], 0) + 1
     parts = [f"{by[s]} {s.lower()}" for s in sorted(by, key=lambda s: _ORDER.get(s, 5))]
-    return f"{len(rows)} trials ({', '.join(parts)})" if rows else "0 trials"
+    if not rows:
+        return "0 trials"
+    measured = sum(1 for r in rows if r.get("measured"))
+    repeats = sum(1 for r in rows if r.get("duplicate_of") is not None)
+    tail = f"; {measured} config{'s' * (measured != 1)} measured"
+    if repeats:
+        tail += f", {repeats} repeat{'s' * (repeats != 1)}"
+    return f"{len(rows)} trials ({', '.join(parts)}{tail})"
 
 
 def config_text(cfg: dict) -> str:

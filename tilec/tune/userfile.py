@@ -1,9 +1,11 @@
 """Loading a user's schedule file (`make()` -> (schedule, args)), for the `tilec` command and for
-tuning workers that rebuild the schedule from the file where they cannot be forked."""
+tuning workers that rebuild the schedule from the file where they cannot be forked; and setting up
+Triton's interpreter before such a file is imported, where there is no GPU."""
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -13,6 +15,17 @@ from tilec.schedule import Schedule
 
 class UserError(Exception):
     """Something the user can fix: printed as one `error: ...` line, exit status 2."""
+
+
+def use_interpreter_without_gpu() -> None:
+    """Where there is no GPU, set TRITON_INTERPRET=1 before a user's file is imported: Triton reads it
+    once, when it is first imported, so a file that imports triton itself (at its top) then runs in the
+    interpreter too, instead of failing at the first kernel. Nothing changes on a GPU, where the
+    variable is set already, or once Triton is imported (then `triton_compat.triton()` says what to do).
+    Not for tuning workers' zygotes: asking whether there is a GPU touches CUDA."""
+    from tilec.runtime import triton_compat
+    if "triton" not in sys.modules and triton_compat.target() == "interpreter":
+        os.environ["TRITON_INTERPRET"] = "1"
 
 
 def load_file(path: str):
