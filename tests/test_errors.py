@@ -1592,3 +1592,17 @@ def test_splitting_or_fusing_a_pipelined_or_unrolled_loop_is_refused(first, then
         else:
             s[R].fuse(ko, ki)
     assert s.fingerprint() == before
+
+
+def test_a_python_if_on_an_equality_is_refused_not_silently_false():
+    """Found by the docs run (issue 11): `a if V[i, j] == 0 else b` built b silently, since `==`'s truth value
+    was whether both sides are one object (for `axis in list`); a comparison with a value is refused like
+    `if V[i, j] > 0`, which always was."""
+    M, N = tc.size_vars("M N")
+    V = tc.placeholder((M, N), "float32", name="V")
+    with pytest.raises(tc.ArgumentError, match=r"no truth value at definition time.*tc.where"):
+        tc.compute((M, N), lambda i, j: -1.0 if V[i, j] == 0 else V[i, j], name="Y")
+    with pytest.raises(tc.ArgumentError, match=r"no truth value at definition time"):
+        tc.compute((M, N), lambda i, j: -1.0 if V[i, j] != V[i, j] else V[i, j], name="Y2")
+    i, j = tc.compute((M, N), lambda i, j: V[i, j], name="Z").axis
+    assert i in [j, i] and i not in [j] and (i == i) and not (i == j)  # axes are still found in lists

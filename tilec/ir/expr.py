@@ -308,10 +308,13 @@ class Binary(Expr):
             self.dtype = _promote(self.a, self.b)
 
     def __bool__(self):
-        if self.op == "==":
-            return self.a is self.b
-        if self.op == "!=":
-            return self.a is not self.b
+        # `axis in [...]` and dict lookups ask whether two named things (axes, sizes) are one: identity. A
+        # comparison of values (`V[i, j] == 0` in a Python `if`) has no truth value before the kernel runs
+        # (and a knob or flag, which only a schedule holds, is no value either: `tma != 0` asks if one was given)
+        named = (IterVar, SizeVar)
+        if self.op in ("==", "!=") and (self.a is self.b or (isinstance(self.a, named) and isinstance(self.b, named))
+                                        or hasattr(self.a, "knob_name") or hasattr(self.b, "knob_name")):
+            return (self.a is self.b) == (self.op == "==")
         return Expr.__bool__(self)
 
     def children(self):
