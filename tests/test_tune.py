@@ -262,7 +262,9 @@ def test_seeding_by_workers(tmp_path):
         tc.tune(s, tune_case.MIX, trials=3, args=args, reference=tune_case.reference, storage=url,
                 study_name=name, worker=True)
         st = optuna.load_study(study_name=name, storage=url)
-        assert [t.user_attrs.get("seed") for t in st.trials] == ["cost model"] * 3
+        from tilec.tune.study import _seed_count
+        n = _seed_count(8, 3)  # seeds are at most half the trials: the sampler picks the rest
+        assert n >= 1 and [t.user_attrs.get("seed") for t in st.trials] == ["cost model"] * n + [None] * (3 - n)
 
 
 def _hopper_schedule():
