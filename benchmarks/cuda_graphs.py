@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -43,6 +42,7 @@ sys.path.insert(0, str(HERE))
 import common  # noqa: E402
 import matmul_silu  # noqa: E402
 import rmsnorm  # noqa: E402
+from gpu_time import host_us  # noqa: E402  (host time per call: the same measure as gpu_time.py)
 
 import tilec as tc  # noqa: E402
 from tilec.runtime import graphed, triton_compat  # noqa: E402
@@ -74,18 +74,6 @@ def loop_us(fn, xs, n=100, loops=7) -> float:
         torch.cuda.synchronize()
         times.append(1e3 * e0.elapsed_time(e1) / n)
     return sorted(times)[loops // 2]
-
-
-def host_us(fn, xs, n=200) -> float:
-    """Microseconds of host time per call (the calls queued without waiting for the GPU)."""
-    fn(*xs)
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(n):
-        fn(*xs)
-    t1 = time.perf_counter()
-    torch.cuda.synchronize()
-    return 1e6 * (t1 - t0) / n
 
 
 def do_bench_us(fn, xs) -> float:
