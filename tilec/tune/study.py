@@ -160,6 +160,11 @@ def _measured(study) -> int:
     return sum(1 for t in study.get_trials(deepcopy=False, states=FINISHED) if measured_itself(t))
 
 
+def _tried(study) -> set[str]:
+    """The configs the study's finished trials hold (measured, pruned, failed or repeated)."""
+    return {_config_key(t.params) for t in study.get_trials(deepcopy=False, states=FINISHED) if t.params}
+
+
 def _seed_count(seeds: int, trials: int) -> int:
     """How many cost-model seeds a new study gets: `seeds`, but at most half the trials (at least one),
     so that the sampler proposes the rest."""
@@ -607,8 +612,26 @@ def tune(sched, mix: ShapeMix, trials: int = 64, *, args=None, reference=None, s
                 cap = (trials - done) + 2 * space.size + 4 * n_jobs
                 if progress:
                     bar = _Progress(trials, done)
-                study.optimize(objective, n_trials=cap, n_jobs=n_jobs, catch=(CandidateFailure, _Stopped),
-                               show_progress_bar=False, callbacks=[stop_when_told])
+                # In rounds of as many trials as configs are still wanted, so that parallel jobs never
+                # start more measurements than `trials` asks for (each job taking a trial while the last
+                # configs were being measured made 27 of 24 on the H200); a round whose trials repeated
+                # or pruned configs is followed by one for the configs still wanted.
+                # A round that tried no new config and left none queued (a grid visited whole, a sampler
+                # that only repeats) ends tuning.
+                started_trials = 0
+                while not pool.stopping and not exhausted and started_trials < cap:
+                    wanted = trials - _measured(study)
+                    if wanted <= 0:
+                        break
+                    n = min(wanted, cap - started_trials)
+                    started_trials += n
+                    before = _tried(study)
+                    study.optimize(objective, n_trials=n, n_jobs=min(n_jobs, n),
+                                   catch=(CandidateFailure, _Stopped), show_progress_bar=False,
+                                   callbacks=[stop_when_told])
+                    if _tried(study) == before and not study.get_trials(
+                            deepcopy=False, states=(optuna.trial.TrialState.WAITING,)):
+                        break
     except (Interrupted, KeyboardInterrupt):
         interrupted = pool.stopping or "SIGINT"
     finally:

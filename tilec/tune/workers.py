@@ -11,7 +11,7 @@ Process model
     finalizers of inherited objects (such as the tuning process's database connections).
   - spawn (the default on a GPU, where a process that has touched CUDA, even through
     `torch.cuda.is_available()`, cannot be forked safely): a fresh interpreter
-    (`python -m tilec.tune.workers`) rebuilds the schedule from a *recipe*, a Python file whose
+    (`python -c ZYGOTE_MAIN`, which calls `main`) rebuilds the schedule from a *recipe*, a Python file whose
     `make()` returns (schedule, args) and whose `reference()`, if any, is the reference.
     `tilec tune FILE` passes FILE; from Python, `tc.tune(..., recipe=FILE)`. The zygote checks that
     the rebuilt schedule has the tuning process's fingerprint, knobs and args. The timer crosses by
@@ -291,8 +291,11 @@ def _rebuild(recipe: dict) -> Job:
     return Job(sched, args, mix, reference, timer, recipe["exclusive"])
 
 
+ZYGOTE_MAIN = "import sys; from tilec.tune.workers import main; main(sys.argv[1:])"
+
+
 def main(argv=None) -> None:
-    """`python -m tilec.tune.workers FD RECIPE`: a spawned zygote."""
+    """`python -c ZYGOTE_MAIN FD RECIPE` (or `python -m tilec.tune.workers FD RECIPE`): a spawned zygote."""
     argv = sys.argv[1:] if argv is None else argv
     ctl = socket.socket(fileno=int(argv[0]))
     recipe = json.loads(argv[1])
@@ -362,7 +365,9 @@ class Pool:
             self._zpid = pid
         else:
             self._zproc = subprocess.Popen(
-                [sys.executable, "-m", "tilec.tune.workers", str(theirs.fileno()), json.dumps(self._recipe())],
+                # -c, not -m tilec.tune.workers: runpy warns when the package (tilec.tune, which imports
+                # this module) is imported before the module it runs
+                [sys.executable, "-c", ZYGOTE_MAIN, str(theirs.fileno()), json.dumps(self._recipe())],
                 pass_fds=[theirs.fileno()], env=self._env())
         theirs.close()
         self._ctl = mine
