@@ -242,6 +242,37 @@ def test_python_m_tilec_cli(tmp_path):
     assert p.stderr.startswith("error: no such file") and "Traceback" not in p.stderr
 
 
+def test_a_reader_that_closes_stdout_early_ends_the_command_quietly(tmp_path):
+    """`tilec lower FILE | head -3`: the reader is gone before the output is written; the command ends
+    with status 141 (as if killed by SIGPIPE) and no BrokenPipeError traceback. `--version` prints
+    through argparse, which ignores the failed write itself and exits 0 (or the last flush fails: 141)."""
+    case = write_case(tmp_path)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    for argv in (["lower", str(case)], ["--version"]):
+        read, write = os.pipe()
+        os.close(read)  # the reader has gone before the first line is written
+        try:
+            p = subprocess.run([sys.executable, "-m", "tilec", *argv], stdout=write, stderr=subprocess.PIPE,
+                               text=True, env=env, timeout=120)
+        finally:
+            os.close(write)
+        ok = p.returncode == 141 if argv[0] == "lower" else p.returncode in (0, 141)
+        assert ok, (p.returncode, p.stderr)
+        assert "Traceback" not in p.stderr and "BrokenPipeError" not in p.stderr, p.stderr
+
+
+def test_a_broken_pipe_that_is_not_stdout_is_not_swallowed(tmp_path):
+    """Only a closed stdout ends the command quietly: a BrokenPipeError of another pipe, with stdout
+    open, is an error with its traceback."""
+    script = ("import sys\nimport tilec.cli as cli\n"
+              "def boom(a):\n    raise BrokenPipeError(32, 'Broken pipe (a worker)')\n"
+              "cli.cmd_lower = boom\nsys.exit(cli.main(['lower', 'x.py']))\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120,
+                       cwd=tmp_path)
+    assert p.returncode == 1 and "BrokenPipeError: [Errno 32] Broken pipe (a worker)" in p.stderr, p.stderr
+
+
 def test_version_and_python_m_tilec(capsys):
     """`tilec --version` names tilec's version and the Triton and torch it runs with; `python -m tilec`
     is the same command."""

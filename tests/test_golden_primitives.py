@@ -602,7 +602,7 @@ def golden_text(case) -> tuple[str, tuple]:
 
 def _kernels(source: str) -> dict[str, list[str]]:
     """A Triton module split into its imports and its kernels (each from its header comment on)."""
-    chunks = re.split(r"\n+(?=# tilec kernel for stage )", source.strip("\n"))
+    chunks = re.split(r"\n+(?=# \w+ \(tilec\): computes )", source.strip("\n"))
     out = {"imports": chunks[0].splitlines()}
     for chunk in chunks[1:]:
         out[re.search(r"^def (\w+)\(", chunk, re.M).group(1)] = chunk.splitlines()

@@ -16,7 +16,8 @@ import torch
 
 import tilec as tc
 from tilec.tune.measure import Measurer
-from tilec.tune.study import FewerConfigs, default_jobs
+from tilec.tune.plans import PlanOption
+from tilec.tune.study import FewerConfigs, Tuned, default_jobs
 from tilec.tune.trials import measured_itself
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -63,6 +64,29 @@ def test_tuned_dispatches_checks_and_serves_other_shapes(tmp_path):
         tuned.source(M=3)
     report = tuned.report(str(tmp_path / "r.json"))
     assert Path(report).read_text().count('"state"') == len(tuned.study.trials)
+
+
+def test_tuned_source_takes_a_target_as_kernel_source_for_does():
+    """`tuned.source(target=...)`: the form of Kernel.source_for (default: this machine's; tanh is
+    libdevice's on the GPU, written with tl.exp for the interpreter), and its error for another target."""
+    M, N = tc.size_vars("M N")
+    X = tc.placeholder((M, N), "float32", name="X")
+    Y = tc.compute((M, N), lambda i, j: tc.tanh(X[i, j]), name="Y")
+    s = tc.create_schedule(Y)
+    kernel = tc.build(s, [X, Y])
+    mix = tc.ShapeMix([({"M": 8}, 1)], fixed={"N": 16})
+    plan = PlanOption("generic", {"M=8,N=16": {}}, T=1e-6, P=0.0)
+    tuned = Tuned(s, [X, Y], mix, None, plan, [plan], 1e6, {"M=8,N=16": kernel})  # as tc.tune makes it
+    cuda, interpreter = tuned.source(M=8, target="cuda"), tuned.source(M=8, target="interpreter")
+    assert "libdevice.tanh(" in cuda and "libdevice" not in interpreter and "tl.exp(" in interpreter
+    assert cuda == kernel.source_for(target="cuda", M=8, N=16)
+    assert tuned.source(M=8) == kernel.source_for(M=8, N=16) == {"cuda": cuda, "interpreter": interpreter}[kernel.target]
+    with pytest.raises(tc.ArgumentError, match=r"^source: target must be one of cuda, interpreter, got 'rocm'$"):
+        tuned.source(M=8, target="rocm")
+    with pytest.raises(tc.ArgumentError, match=r"^source_for: target must be one of cuda, interpreter, got 'rocm'$"):
+        kernel.source_for(M=8, N=16, target="rocm")
+    with pytest.raises(tc.ArgumentError, match="no kernel of the plan serves"):
+        tuned.source(M=3, target="cuda")
 
 
 def test_identical_configs_are_not_measured_twice(tmp_path, monkeypatch):

@@ -20,13 +20,15 @@ themselves before the file is imported, so a file that imports triton itself wor
 User errors (a bad mix, a missing file, a bad storage, a TilecError) print one `error: ...` line and
 exit with status 2; `--traceback` shows the Python traceback instead. `tune` measures candidates in
 worker processes that rebuild the schedule from FILE where they cannot be forked (on a GPU); SIGINT
-or SIGTERM stops it cleanly (status 130 or 143), and the same command resumes the study. What
-`show` reads from a study is printed as data.
+or SIGTERM stops it cleanly (status 130 or 143), and the same command resumes the study. A reader
+that closes stdout early (`tilec lower FILE | head -3`) ends the command quietly, with status 141 as if
+killed by SIGPIPE (no traceback). What `show` reads from a study is printed as data.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 import tilec as tc
@@ -371,6 +373,44 @@ def _version_text() -> str:
 
 
 def main(argv=None) -> int:
+    """Run the command line `argv` (default: sys.argv[1:]); returns the exit status.
+
+    Output to a reader that has gone (`tilec lower FILE | head -3`) ends the command quietly: Python's
+    recipe for SIGPIPE (its docs, "Note on SIGPIPE"), stdout pointed at os.devnull so that the interpreter's
+    last flush fails no more, and status 141 (128 + SIGPIPE), what a shell shows for a tool that SIGPIPE
+    killed. A BrokenPipeError of another pipe (stdout still open) is not swallowed."""
+    try:
+        try:
+            status = _main(argv)
+        except SystemExit:  # argparse's --help and --version print, then exit
+            sys.stdout.flush()
+            raise
+        sys.stdout.flush()  # a reader gone shows here, not in the interpreter's last flush
+        return status
+    except BrokenPipeError:
+        if not _stdout_closed():
+            raise
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (AttributeError, OSError, ValueError):  # no file descriptor: stdout was replaced in-process
+            pass
+        return 141
+
+
+def _stdout_closed() -> bool:
+    """Whether stdout's reader has gone: the write end of a pipe whose read end is closed polls POLLERR.
+    Where that cannot be asked (no poll, no file descriptor), a BrokenPipeError is taken as stdout's."""
+    try:
+        import select
+
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):
+        return True
+
+
+def _main(argv) -> int:
     argv = [str(x) for x in (sys.argv[1:] if argv is None else argv)]
     show_tb = "--traceback" in argv
     argv = [x for x in argv if x != "--traceback"]

@@ -3,6 +3,11 @@ reductions. Python operators build them (`A[i, k] * W[k, j] + 1.0`).
 
 Every node has a nominal `dtype` that follows torch's promotion (a Python scalar is "weak" and does
 not widen a tensor's type, as in torch). Nodes are immutable and compared by identity.
+
+An expression's `str()` is its text, with axes, sizes and knobs by name (`(A[i, k] * W[k, j])`,
+`cdiv(M, BM)`): what messages, loop nests, generated code and fingerprints are made of. Its `repr()` is the
+same text, except for a bare axis or knob, whose repr also shows its facts (`<axis k: reduce, extent K>`,
+`tc.knob("BM", [64, 128])`); so code that writes an expression as text uses `str()`, never `repr()`.
 """
 
 from __future__ import annotations
@@ -66,7 +71,7 @@ class Expr:
     __hash__ = object.__hash__
 
     def __bool__(self):
-        raise ArgumentError(f"a tilec expression has no truth value at definition time ({self!r}); Python's "
+        raise ArgumentError(f"a tilec expression has no truth value at definition time ({self}); Python's "
                             f"`if`, `and`, `or`, `not` and the builtins max() and min() (which compare) need one: "
                             f"use tc.where(cond, a, b) instead of `if`/`and`/`or`, tc.maximum(a, b) / "
                             f"tc.minimum(a, b) instead of max(a, b) / min(a, b), and & | ~ to combine conditions")
@@ -74,7 +79,7 @@ class Expr:
     # Python's and other libraries' numeric hooks: an expression has no value until the kernel runs, so
     # math.*, float(), int(), torch.* and numpy.* on it would fail with a TypeError that names no fix
     def _no_number(self, what: str):
-        raise ArgumentError(f"{what} of a tilec expression ({self!r}): it has no value at definition time. "
+        raise ArgumentError(f"{what} of a tilec expression ({self}): it has no value at definition time. "
                             f"math.* and float()/int() need a number; inside tc.compute use tilec's functions "
                             f"({_TC_FUNCTIONS}) and .astype(dtype) to convert")
 
@@ -88,11 +93,11 @@ class Expr:
     def __ceil__(self): self._no_number("math.ceil()")
 
     def __pow__(self, o):
-        raise ArgumentError(f"{self!r} ** {o!r}: tilec has no power operator; multiply (x * x) for a small "
+        raise ArgumentError(f"{self} ** {show(o)}: tilec has no power operator; multiply (x * x) for a small "
                             f"integer power, or use tc.sqrt / tc.rsqrt / tc.exp(n * tc.log(x)) for x > 0")
 
     def __rpow__(self, o):
-        raise ArgumentError(f"{o!r} ** {self!r}: tilec has no power operator; use tc.exp({self!r} * math.log(b)) "
+        raise ArgumentError(f"{show(o)} ** {self}: tilec has no power operator; use tc.exp({self} * math.log(b)) "
                             f"for a constant base b > 0")
 
     @classmethod
@@ -255,18 +260,26 @@ class SizeVar(Expr):
 class IterVar(Expr):
     """An axis: a spatial axis of a compute, a reduce axis, or one made by split/fuse.
 
-    `extent` is an expression of sizes and knobs; `kind` is "spatial" or "reduce".
+    `extent` is an expression of sizes and knobs; `kind` is "spatial" or "reduce"; `origin` says which
+    primitive made it, as text (`outer of split(i, 64)`), or is None for a compute's own axes. Its str() is
+    its name, as in the expressions it appears in (`A[i, k]`); its repr shows its facts too:
+    `<axis io: spatial, extent cdiv(M, 64), outer of split(i, 64)>`.
     """
 
     dtype = "int32"
 
-    def __init__(self, name: str, extent, kind: str):
+    def __init__(self, name: str, extent, kind: str, origin: str | None = None):
         self.name = check_name(name, "axis name")
         self.extent = extent
         self.kind = kind
+        self.origin = origin
+
+    def __str__(self):
+        return self.name
 
     def __repr__(self):
-        return self.name
+        made = f", {self.origin}" if self.origin else ""
+        return f"<axis {self.name}: {self.kind}, extent {size_text(as_expr(self.extent))}{made}>"
 
 
 class Load(Expr):
@@ -280,7 +293,7 @@ class Load(Expr):
         return self.indices
 
     def __repr__(self):
-        return f"{self.tensor.name}[{', '.join(map(repr, self.indices))}]"
+        return f"{self.tensor.name}[{', '.join(map(str, self.indices))}]"
 
 
 _CMP = ("<", "<=", ">", ">=", "==", "!=")
@@ -293,10 +306,10 @@ class Binary(Expr):
         both_bool = self.a.dtype == "bool" and self.b.dtype == "bool"
         if both_bool and op in ("-", "//", "%"):
             raise ArgumentError(f"{op} on two bool values is not supported (as in torch); cast one with "
-                                f".astype('int32') first: {self.a!r} {op} {self.b!r}")
+                                f".astype('int32') first: {self.a} {op} {self.b}")
         if op in ("&", "|") and (is_float(self.a.dtype) or is_float(self.b.dtype)):
             raise ArgumentError(f"{op} needs bool or integer operands (as in torch), got {self.a.dtype} and "
-                                f"{self.b.dtype}: {self.a!r} {op} {self.b!r}; compare first, e.g. (x > 0) {op} (y > 0)")
+                                f"{self.b.dtype}: {self.a} {op} {self.b}; compare first, e.g. (x > 0) {op} (y > 0)")
         if op in _CMP:
             self.dtype = "bool"
         elif op == "/":
@@ -322,18 +335,18 @@ class Binary(Expr):
 
     def __repr__(self):
         if self.op in ("max", "min"):
-            return f"{self.op}imum({self.a!r}, {self.b!r})"
-        return f"({self.a!r} {self.op} {self.b!r})"
+            return f"{self.op}imum({self.a}, {self.b})"
+        return f"({self.a} {self.op} {self.b})"
 
 
 class Unary(Expr):
     def __init__(self, op: str, a):
         self.op, self.a = op, as_expr(a)
         if op == "-" and self.a.dtype == "bool":
-            raise ArgumentError(f"-{self.a!r}: negation of a bool value is not supported (as in torch); "
+            raise ArgumentError(f"-{self.a}: negation of a bool value is not supported (as in torch); "
                                 f"use ~ to invert a mask")
         if op == "~" and is_float(self.a.dtype):
-            raise ArgumentError(f"~{self.a!r}: ~ needs a bool or integer value (as in torch), got "
+            raise ArgumentError(f"~{self.a}: ~ needs a bool or integer value (as in torch), got "
                                 f"{self.a.dtype}")
         self.dtype, self.weak = self.a.dtype, self.a.weak
 
@@ -341,7 +354,7 @@ class Unary(Expr):
         return (self.a,)
 
     def __repr__(self):
-        return f"{self.op}{self.a!r}"
+        return f"{self.op}{self.a}"
 
 
 MATH = ("exp", "log", "sqrt", "rsqrt", "sigmoid", "silu", "tanh", "abs")
@@ -359,7 +372,7 @@ class Call(Expr):
         return self.args
 
     def __repr__(self):
-        return f"{self.fn}({', '.join(map(repr, self.args))})"
+        return f"{self.fn}({', '.join(map(str, self.args))})"
 
 
 class Where(Expr):
@@ -372,7 +385,7 @@ class Where(Expr):
         return (self.cond, self.a, self.b)
 
     def __repr__(self):
-        return f"where({self.cond!r}, {self.a!r}, {self.b!r})"
+        return f"where({self.cond}, {self.a}, {self.b})"
 
 
 class Cast(Expr):
@@ -383,7 +396,7 @@ class Cast(Expr):
         return (self.a,)
 
     def __repr__(self):
-        return f"{self.a!r}.astype({self.dtype!r})"
+        return f"{self.a}.astype({self.dtype!r})"
 
 
 class Reduce(Expr):
@@ -400,7 +413,7 @@ class Reduce(Expr):
         return (self.body,)
 
     def __repr__(self):
-        return f"{self.op}({self.body!r}, axis=[{', '.join(a.name for a in self.axes)}])"
+        return f"{self.op}({self.body}, axis=[{', '.join(a.name for a in self.axes)}])"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -466,7 +479,7 @@ def assume(fact: Expr) -> None:
 
     if not (isinstance(fact, Binary) and fact.op in _FACT_OPS):
         raise ArgumentError(f"tc.assume: expected a comparison of sizes, such as M % 64 == 0 or K >= 128, "
-                            f"got {fact!r}")
+                            f"got {show(fact)}")
     def plain_int(n):  # an int past int32 is a cast of a constant (as_expr); here it is just an int
         if isinstance(n, Cast) and isinstance(n.a, Const) and type(n.a.value) is int:
             return Const(n.a.value, "int64")
@@ -548,8 +561,8 @@ def assume(fact: Expr) -> None:
 def reduce_axis(extent: int | Expr, name: str) -> IterVar:
     """A reduction axis over `range(extent)`: `k = tc.reduce_axis(K, name="k")`.
 
-    Use it in a `tc.sum` / `tc.max` / `tc.min` that is the whole body of a compute. An axis prints as its
-    name (its repr is the name, as in the expressions it appears in); `.extent` is its extent.
+    Use it in a `tc.sum` / `tc.max` / `tc.min` that is the whole body of a compute. An axis's str() is its
+    name, as in the expressions it appears in; its repr shows its kind and extent too (`.kind`, `.extent`).
 
     Args:
         extent: a positive int, or an integer expression of sizes.
@@ -565,7 +578,9 @@ def reduce_axis(extent: int | Expr, name: str) -> IterVar:
     Example:
         >>> r = tc.reduce_axis(K, name="r")
         >>> r, r.extent, r.kind
-        (r, K, 'reduce')
+        (<axis r: reduce, extent K>, K, 'reduce')
+        >>> print(r, A[i, r])
+        r A[i, r]
     """
     return IterVar(name, check_extent(extent, f"reduce_axis {name!r}"), "reduce")
 
@@ -580,9 +595,9 @@ def check_extent(extent, what: str) -> Expr:
         return Const(extent, "int32")
     for node in walk(extent):
         if isinstance(node, (Load, IterVar, Reduce)):
-            raise ArgumentError(f"{what}: an extent may only use sizes and ints, got {extent!r}")
+            raise ArgumentError(f"{what}: an extent may only use sizes and ints, got {extent}")
     if extent.dtype not in ("int32", "int64"):
-        raise ArgumentError(f"{what}: an extent must be an integer expression of sizes, got {extent!r} "
+        raise ArgumentError(f"{what}: an extent must be an integer expression of sizes, got {extent} "
                             f"({extent.dtype}); use // for division")
     return extent
 
@@ -591,7 +606,7 @@ def _reduce(op: str, body, axis, acc_dtype) -> Reduce:
     axes = (axis,) if isinstance(axis, IterVar) else tuple(axis) if isinstance(axis, (list, tuple)) else ()
     if not axes or not all(isinstance(a, IterVar) and a.kind == "reduce" for a in axes):
         two = {"max": "tc.maximum(a, b)", "min": "tc.minimum(a, b)", "sum": "a + b"}[op]
-        raise ArgumentError(f"tc.{op}: axis must be a reduce_axis or a list of them, got {axis!r} (tc.{op} reduces "
+        raise ArgumentError(f"tc.{op}: axis must be a reduce_axis or a list of them, got {show(axis)} (tc.{op} reduces "
                             f"over an axis; for two values use {two})")
     body = as_expr(body)
     if acc_dtype is None:
@@ -800,7 +815,7 @@ def evaluate(expr: Expr, env: dict) -> int:
         cmp = {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "==": a == b, "!=": a != b}
         if expr.op in cmp:
             return cmp[expr.op]
-    raise ArgumentError(f"cannot evaluate {expr!r} as an integer size")
+    raise ArgumentError(f"cannot evaluate {show(expr)} as an integer size")
 
 
 def size_text(e: Expr) -> str:
@@ -809,7 +824,19 @@ def size_text(e: Expr) -> str:
         return f"cdiv({size_text(e.a)}, {size_text(e.b)})"
     if isinstance(e, Binary):
         return f"{size_text(e.a)} {e.op} {size_text(e.b)}"
-    return repr(e)
+    return str(e)
+
+
+def show(x) -> str:
+    """A value for a message, as its repr would have it but with expressions as their text (axes and knobs
+    by name, also inside lists and tuples): `[i, k]`, not the reprs of the axes."""
+    if isinstance(x, Expr):
+        return str(x)
+    if isinstance(x, list):
+        return f"[{', '.join(map(show, x))}]"
+    if isinstance(x, tuple):
+        return f"({', '.join(map(show, x))}{',' if len(x) == 1 else ''})"
+    return repr(x)
 
 
 def cdiv(a, b) -> Expr:

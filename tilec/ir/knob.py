@@ -19,8 +19,9 @@ class Knob(Expr):
 
     It stands wherever a split factor, a pipeline depth or a warp count goes; a config (`{"BM": 128}`)
     picks one choice, and `tc.tune` searches them. In the Triton source it is a `tl.constexpr` parameter
-    of its name. Its repr is its name (`BM`), as it appears in extents (`cdiv(M, BM)`) and messages;
-    `.name`, `.choices` and `.default` say the rest.
+    of its name. Its str() is its name (`BM`), as it appears in extents (`cdiv(M, BM)`) and messages;
+    its repr is the call that makes it (`tc.knob("BM", [64, 128])`, as a schedule's trace writes it);
+    `.name`, `.choices` and `.default` are its facts.
 
     Args:
         name: an identifier (it names the kernel parameter), unique in the schedule.
@@ -32,7 +33,9 @@ class Knob(Expr):
     Example:
         >>> BM = tc.knob("BM", [64, 128])
         >>> BM, BM.name, BM.choices, BM.default
-        (BM, 'BM', (64, 128), 64)
+        (tc.knob("BM", [64, 128]), 'BM', (64, 128), 64)
+        >>> print(BM, M * BM)  # in an expression, by name
+        BM (M * BM)
     """
 
     dtype = "int32"
@@ -56,8 +59,11 @@ class Knob(Expr):
     def default(self) -> int:
         return self.choices[0]
 
-    def __repr__(self):
+    def __str__(self):
         return self.knob_name
+
+    def __repr__(self):
+        return f'tc.knob("{self.knob_name}", {list(self.choices)})'
 
 
 class Flag(Knob):
@@ -73,13 +79,16 @@ class Flag(Knob):
 
     Example:
         >>> TMA = tc.flag("TMA")
-        >>> TMA.choices
-        (0, 1)
+        >>> TMA, TMA.choices
+        (tc.flag("TMA"), (0, 1))
     """
 
     def __init__(self, name: str):
         self.knob_name = check_name(name, "flag name")
         self.choices = (0, 1)
+
+    def __repr__(self):
+        return f'tc.flag("{self.knob_name}")'
 
 
 def flag(name: str) -> Flag:

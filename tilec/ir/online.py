@@ -89,7 +89,7 @@ def _map_axes(member, target_body: Expr, target) -> dict:
     for n in walk(target_body):
         if isinstance(n, Load) and n.tensor is member:
             if not all(isinstance(i, IterVar) for i in n.indices) or len(set(n.indices)) != len(n.indices):
-                raise NotOnline(f"{target.name} reads {n!r}: the online form needs {member.name} read at plain "
+                raise NotOnline(f"{target.name} reads {n}: the online form needs {member.name} read at plain "
                                 f"axes, one per dimension")
             axes = dict(zip(member.axis, n.indices))
             break
@@ -115,8 +115,8 @@ def online_form(target, stats) -> OnlineForm:
         if not isinstance(red, Reduce) or red.op not in ("max", "sum") or len(red.axes) != 1:
             raise NotOnline(f"{t.name} is not a max or a sum over one reduce axis")
         if str(red.axes[0].extent) != str(j.extent):
-            raise NotOnline(f"{t.name} reduces over {red.axes[0].name} of extent {red.axes[0].extent!r}, but "
-                            f"{target.name} over {j.name} of extent {j.extent!r}: one loop runs one range")
+            raise NotOnline(f"{t.name} reduces over {red.axes[0].name} of extent {red.axes[0].extent}, but "
+                            f"{target.name} over {j.name} of extent {j.extent}: one loop runs one range")
         if red.dtype != "float32" or t.dtype != "float32":
             raise NotOnline(f"{t.name} is kept as {t.dtype} (accumulated in {red.dtype}); the online form carries "
                             f"its running value, so it must be float32 with a float32 accumulator")
@@ -126,7 +126,7 @@ def online_form(target, stats) -> OnlineForm:
     (c,) = m.body.axes
     x = looked_through(m.body.body, stats, names)
     if _reads(x, stats):
-        raise NotOnline(f"{m.name}'s operand {x!r} reads a statistic; the max must not depend on the group")
+        raise NotOnline(f"{m.name}'s operand {x} reads a statistic; the max must not depend on the group")
     target_body = looked_through(target.body.body, stats, names)
     # every member's axes, as the target's: the target reads each statistic (directly, or through a sum
     # statistic it divides by)
@@ -152,10 +152,10 @@ def online_form(target, stats) -> OnlineForm:
     def own(load: Load, owner) -> None:
         """A statistic read at its own positions in the target's frame (each index the target's axis that
         its axis follows), or NotOnline: the loop keeps the running value of that tile only."""
-        want = [repr(axes_of[load.tensor.name][a]) for a in load.tensor.axis]
-        got = [repr(rename(i, owner)) for i in load.indices]
+        want = [str(axes_of[load.tensor.name][a]) for a in load.tensor.axis]
+        got = [str(rename(i, owner)) for i in load.indices]
         if got != want:
-            raise NotOnline(f"{owner.name} reads {load.tensor.name} at [{', '.join(map(repr, load.indices))}], but the "
+            raise NotOnline(f"{owner.name} reads {load.tensor.name} at [{', '.join(map(str, load.indices))}], but the "
                             f"online form has its running value only at its own [{', '.join(want)}] (the "
                             f"target's positions)")
 
@@ -165,8 +165,8 @@ def online_form(target, stats) -> OnlineForm:
         body = looked_through(t.body.body, stats, names)
         kept, divisors, exps = _factor(body, t, m, stats, sums if t is target else (), x_in_target, rename, own)
         if exps != 1:
-            raise NotOnline(f"{t.name}'s summand {body!r} has {exps} factors exp(... - {m.name}[...]); the online "
-                            f"form rescales a summand with exactly one, exp({x!r} - {m.name}[...]) times a "
+            raise NotOnline(f"{t.name}'s summand {body} has {exps} factors exp(... - {m.name}[...]); the online "
+                            f"form rescales a summand with exactly one, exp({x} - {m.name}[...]) times a "
                             f"coefficient that reads no statistic")
         members[t.name] = Member(t, rename(kept, t) if t is not target else kept, tuple(divisors), axes_of[t.name])
     mask = None
@@ -213,7 +213,7 @@ def _factor(e: Expr, owner, m, stats, divisible, x_target: Expr, rename, own):
     if isinstance(e, Cast):
         from tilec.ir.dtypes import is_float
         if not is_float(e.dtype):
-            raise NotOnline(f"{owner.name}'s summand rounds {e.a!r} to {e.dtype}, not a float rounding point: the "
+            raise NotOnline(f"{owner.name}'s summand rounds {e.a} to {e.dtype}, not a float rounding point: the "
                             f"online form rounds the unnormalized exp(X - m') there, which keeps the error only of "
                             f"a float rounding point; round to a float dtype, or not at all")
         kept, divs, n = _factor(e.a, owner, m, stats, divisible, x_target, rename, own)
@@ -233,19 +233,19 @@ def _factor(e: Expr, owner, m, stats, divisible, x_target: Expr, rename, own):
         if isinstance(d, Load) and d.tensor in divisible and d.tensor not in da:
             own(d, owner)
             return a, da + [d.tensor], na
-        raise NotOnline(f"{owner.name} divides by {e.b!r}; in the online form only the target divides, and "
+        raise NotOnline(f"{owner.name} divides by {e.b}; in the online form only the target divides, and "
                         f"only by a sum statistic read as it is, once")
     if isinstance(e, Call) and e.fn == "exp":
         arg = e.args[0]
         if isinstance(arg, Binary) and arg.op == "-" and isinstance(arg.b, Load) and arg.b.tensor is m \
                 and not _reads(arg.a, stats):
             own(arg.b, owner)
-            if repr(rename(arg.a, owner)) != repr(x_target):
-                raise NotOnline(f"{owner.name}'s exp({arg!r}) subtracts {m.name} from {arg.a!r}, not from "
+            if str(rename(arg.a, owner)) != str(x_target):
+                raise NotOnline(f"{owner.name}'s exp({arg}) subtracts {m.name} from {arg.a}, not from "
                                 f"{m.name}'s own operand: the running max bounds only that (a larger exponent "
                                 f"could overflow)")
             return e, [], 1
-    raise NotOnline(f"{owner.name} reads a statistic in {e!r}; the online form allows only a product of one "
+    raise NotOnline(f"{owner.name} reads a statistic in {e}; the online form allows only a product of one "
                     f"exp(X - {m.name}[...]) and a coefficient, divided (in the target) by sum statistics")
 
 

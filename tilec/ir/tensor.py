@@ -11,7 +11,7 @@ import networkx as nx
 
 from tilec.errors import ArgumentError
 from tilec.ir.dtypes import check_dtype
-from tilec.ir.expr import Expr, IterVar, Load, Reduce, SizeVar, as_expr, check_extent, walk
+from tilec.ir.expr import Expr, IterVar, Load, Reduce, SizeVar, as_expr, check_extent, show, walk
 from tilec.ir.names import check_name
 
 
@@ -23,8 +23,10 @@ class Tensor:
     `tc.placeholder` or `tc.compute`.
 
     Example:
-        >>> C.axis, C.reduce_axis, C.dtype
-        ((i, j), (k,), 'float32')
+        >>> print(*C.axis, *C.reduce_axis, C.dtype)
+        i j k float32
+        >>> C.reduce_axis
+        (<axis k: reduce, extent K>,)
         >>> C[i, j]
         C[i, j]
     """
@@ -75,7 +77,7 @@ class Tensor:
         idx = idx if isinstance(idx, tuple) else (idx,)
         if len(idx) != self.ndim:
             raise ArgumentError(f"{self.name} has {self.ndim} dimensions, indexed with {len(idx)}: "
-                                f"{self.name}[{', '.join(map(repr, idx))}]")
+                                f"{self.name}[{', '.join(map(show, idx))}]")
         exprs = []
         for n, e in enumerate(idx):
             try:
@@ -84,13 +86,13 @@ class Tensor:
                 raise ArgumentError(f"index {n} of {self.name}: expected an integer expression of axes and "
                                     f"sizes, got {type(e).__name__} {e!r}") from None
             if e.dtype not in ("int32", "int64"):
-                raise ArgumentError(f"index {n} of {self.name} must be an integer expression, got {e!r}")
+                raise ArgumentError(f"index {n} of {self.name} must be an integer expression, got {e}")
             exprs.append(e)
         return Load(self, exprs)
 
     def __repr__(self):
         kind = "placeholder" if self.is_placeholder else "compute"
-        return f"<{kind} {self.name}{list(self.shape)} {self.dtype}>"
+        return f"<{kind} {self.name}[{', '.join(map(str, self.shape))}] {self.dtype}>"
 
     def __call__(self, *args, **kwargs):
         raise ArgumentError(f"{self.name}(...): a tensor is read by indexing, {self.name}[i, j], not called")
@@ -161,7 +163,7 @@ def compute(shape: Sequence[int | Expr] | int | Expr, fcompute: Callable[..., Ex
     Example:
         >>> S = tc.compute((M, K), lambda r, c: A[r, c] * 2.0, name="S", dtype="bfloat16")
         >>> S, S.axis
-        (<compute S[M, K] bfloat16>, (r, c))
+        (<compute S[M, K] bfloat16>, (<axis r: spatial, extent M>, <axis c: spatial, extent K>))
     """
     name = check_name(name, "compute name")
     shape = _shape(shape, f"compute {name!r}")

@@ -1085,15 +1085,15 @@ class KernelBuilder(ValueEmitter):
         params = sorted(self.params.values(), key=lambda p: (kinds[p.kind], rank(p)))
         mine = set(self.stages) | self.inlined | self.caches_here | {f"{n}_local" for n in self.stages}
         log = [step.text for step in self.p.sched.trace if step.stages & mine]  # the steps about its stages
-        header = [f"tilec kernel for stage {self.root.name}; computes {', '.join(self.stages)}",
+        name = (f"{self.root.name}_partial_kernel" if self.part is not None  # split_k: its parts' sums
+                else self.p.plan.kernel_name(self.root.name))
+        header = [f"{name} (tilec): computes {', '.join(self.stages)} in the loops of stage {self.root.name}",
                   f"config: {', '.join(f'{k}={v}' for k, v in sorted(self.config.items())) or 'none (no knobs)'}",
                   "schedule:"] + [f"  {line}" for line in log]
         header += [f"  {n}: default schedule (tiles on its last axes)" for n in self.stages
                    if not self.p.sched.stages[n].touched and self.placed[n].layout.leaves]
         if self.split is not None:
             header.insert(2, f"split_k: {self.split.describe()}")
-        name = (f"{self.root.name}_partial_kernel" if self.part is not None  # split_k: its parts' sums
-                else self.p.plan.kernel_name(self.root.name))
         return KernelIR(
             name=name, root=self.root.name, stages=self.stages, params=params,
             grid=grid, grid_text=[self.text(g) for g in grid], body=body, header=header, num_warps=warps,

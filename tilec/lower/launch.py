@@ -15,7 +15,7 @@ render is a LoweringError, never a guess.
 from __future__ import annotations
 
 from tilec.errors import LoweringError
-from tilec.ir.expr import Binary, Const, SizeVar, Unary, size_text
+from tilec.ir.expr import Binary, Const, SizeVar, Unary, show, size_text
 from tilec.ir.tensor import Tensor
 
 INTERPRETER_PROGRAMS = 3  # programs of a persistent kernel in Triton's interpreter (runtime.kernel's)
@@ -49,7 +49,7 @@ def _py(e, config: dict, size=lambda name: name) -> str:
         return f"(-{_py(e.a, config, size)})"
     if isinstance(e, Unary) and e.op == "~":
         return f"(not {_py(e.a, config, size)})"
-    raise LoweringError(f"launch code: cannot write the size expression {e!r} as Python")
+    raise LoweringError(f"launch code: cannot write the size expression {show(e)} as Python")
 
 
 def _torch_dtype(dtype: str) -> str:

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from tilec.errors import LoweringError
+from tilec.errors import ArgumentError, LoweringError
 from tilec.ir.expr import Const
 from tilec.ir.knob import Knob, factor_value, resolve_config
 from tilec.ir.tensor import Tensor
@@ -217,7 +218,7 @@ class Program:
             parts.append(f"buffers between kernels: {', '.join(self.buffers)}\n")
         if self.workspaces:
             parts.append("split_k workspaces: " + ", ".join(
-                f"{n}[{', '.join(map(repr, t.shape))}] {t.dtype}" + (" (zeroed: atomics)" if z else "")
+                f"{n}[{', '.join(map(str, t.shape))}] {t.dtype}" + (" (zeroed: atomics)" if z else "")
                 for n, (t, z) in self.workspaces.items()) + "\n")
         return "\n".join(parts)
 
@@ -232,9 +233,7 @@ def _check_specialize(sched: Schedule, specialize) -> dict[str, int]:
     """`specialize` must map sizes of the schedule to positive ints that satisfy the facts; the values come
     back as plain ints (they are written into the source)."""
     import numbers
-    from collections.abc import Mapping
 
-    from tilec.errors import ArgumentError
     from tilec.ir.expr import SizeVar, evaluate, walk
     from tilec.ir.tensor import sizes_of
 
@@ -255,12 +254,52 @@ def _check_specialize(sched: Schedule, specialize) -> dict[str, int]:
             used = {n.name for n in walk(fact) if isinstance(n, SizeVar)}
             if used <= set(spec) and not evaluate(fact, spec):
                 raise ArgumentError(f"specialize: {', '.join(f'{k}={spec[k]}' for k in sorted(used))} breaks "
-                                    f"tc.assume({fact!r}); no call could use that kernel")
+                                    f"tc.assume({fact}); no call could use that kernel")
     return spec
 
 
-def lower(sched: Schedule, config=None, *, target: str = "cuda", specialize=None) -> Program:
-    """Lower a schedule under `config` (knob name -> value; defaults for the rest). `print()` the
-    result to read the loop nests; `.source()` is the Triton module that `tc.build` compiles.
-    `specialize` (size name -> int) bakes sizes in as constants (masks dropped where isl proves it)."""
+def lower(sched: Schedule, config: Mapping[str, int] | None = None, *, target: str = "cuda",
+          specialize: Mapping[str, int] | None = None) -> Program:
+    """Lower a schedule under `config` to its kernels, without compiling or running anything.
+
+    The schedule is checked as `tc.build` checks it (isl proves it legal under this config), then each
+    kernel is built as loop-nest IR. `print()` the result to read the loop nests; `.source()` is the
+    Triton module, `.kernels` the kernels in launch order and `.buffers` the tensors stored between
+    them. It prints (repr) as a summary of its kernels, config and target.
+
+    Args:
+        sched: the schedule.
+        config: knob name -> value; knobs it leaves out take their first choice.
+        target: the form of `.source()`: "cuda" (the GPU's, the default here, whatever the machine) or
+            "interpreter" (Triton's CPU interpreter; tilec/lower/targets.py says what differs).
+        specialize: size name -> positive int, baked into the source as constants (masks dropped where
+            isl proves it); a kernel built so refuses calls with other sizes.
+
+    Returns:
+        The `Program`.
+
+    Raises:
+        ArgumentError: `sched` is not a Schedule; the config names a knob the schedule lacks or gives a
+            value that is not one of its choices; `specialize` names no size of the schedule, gives no
+            positive int or breaks a `tc.assume` fact.
+        IllegalScheduleError: the schedule would compute a wrong answer under this config.
+        LoweringError: `target` is neither "cuda" nor "interpreter", or the schedule cannot be expressed
+            in Triton under this config.
+
+    Example:
+        >>> io, ii = s[C].split(i, tc.knob("BM", [16, 32]))
+        >>> program = tc.lower(s, config={"BM": 32})
+        >>> program
+        <Program: C_kernel (stages C); Y_kernel (stages Y); config BM=32; buffers C; target cuda>
+        >>> print(program)  # doctest: +ELLIPSIS
+        kernel C_kernel  (stages: C; num_warps=4)
+          config: BM=32
+          grid (1)
+            for io in [0, cdiv(M, 32)):  serial  # C.io: serial spatial loop
+        ...
+        >>> "@triton.jit" in program.source()
+        True
+    """
+    if not isinstance(sched, Schedule):
+        raise ArgumentError(f"argument 1, 'sched' to lower: expected a Schedule, got {type(sched).__name__}")
     return Program(sched, config, target=target, specialize=specialize)

@@ -223,7 +223,7 @@ class ValueEmitter:
                                                       Val(Paren(b.code), b.dims, b.dtype)], dtype)
         if isinstance(e, Reduce):
             raise LoweringError(f"{st.name}: a reduction can only be the whole body of a compute")
-        raise LoweringError(f"cannot lower expression {e!r}")
+        raise LoweringError(f"cannot lower expression {e}")
 
     def floor_divmod(self, op: str, a: Val, b: Val) -> Val:
         """Python/torch `//` and `%` (rounding toward minus infinity); Triton's integer ops truncate."""

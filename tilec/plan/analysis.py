@@ -9,6 +9,9 @@ here writes code text; `tilec.lower` reads an Analysis and emits the kernels.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
 from tilec.errors import IllegalScheduleError, LoweringError
 from tilec.ir.knob import resolve_config
 from tilec.plan.placement import Plan
@@ -16,6 +19,9 @@ from tilec.poly import footprint, legality
 from tilec.poly.masks import facts_of, needs_mask
 from tilec.poly.model import NotAffine, model_of
 from tilec.poly.timemap import TimeMaps
+
+if TYPE_CHECKING:
+    from tilec.schedule.schedule import Schedule
 
 
 class Analysis:
@@ -99,6 +105,42 @@ class Analysis:
         return self._resources
 
 
-def analyze(sched, config=None) -> list[footprint.Resources]:
-    """Footprints and resource estimates of every kernel of `sched` under `config` (`tc.analyze`)."""
+def analyze(sched: Schedule, config: Mapping[str, int] | None = None) -> list[footprint.Resources]:
+    """Footprints and resource estimates of every kernel of `sched` under `config` (`tc.analyze`), from
+    isl, before anything is lowered or compiled: what the tuner prunes with, and `kernel.resources`.
+
+    Per kernel: the shared memory its program uses (the box of each `cache_read`/`cache_write` tile times
+    its copies in flight), a registers-per-thread estimate, and whether both fit the limits
+    (`tilec/poly/footprint.py`: Hopper's 232448 bytes, 255 registers). Legality is not checked here
+    (`tc.lower` and `tc.build` check it).
+
+    Args:
+        sched: the schedule.
+        config: knob name -> value; knobs it leaves out take their first choice.
+
+    Returns:
+        One `Resources` per kernel, in launch order (`.kernel`, `.shared_bytes`, `.registers_per_thread`,
+        `.footprints`, `.fits`; `print()` one for a summary).
+
+    Raises:
+        ArgumentError: `sched` is not a Schedule, or the config names a knob the schedule lacks or gives a
+            value that is not one of its choices.
+        LoweringError: the schedule's kernels cannot be laid out under this config (a stage placed where
+            the lowering cannot put it, a tile of an extent Triton cannot have, ...).
+
+    Example:
+        >>> io, jo, ii, ji = s[C].tile(i, j, tc.knob("BM", [32, 64]), 32)
+        >>> ko, ki = s[C].split(k, 32)
+        >>> s[C].reorder(io, jo, ko, ii, ji, ki)
+        >>> cache = s.cache_read(A, "shared", readers=[C]).compute_at(s[C], ko)
+        >>> [(r.kernel, r.shared_bytes, r.fits) for r in tc.analyze(s, {"BM": 64})]
+        [('C_kernel', 8192, True), ('Y_kernel', 0, True)]
+        >>> tc.analyze(s, {"BM": 64})[0].footprints[0].box  # A's tile: BM rows, 32 columns of k
+        [64, 32]
+    """
+    from tilec.errors import ArgumentError
+    from tilec.schedule.schedule import Schedule
+
+    if not isinstance(sched, Schedule):
+        raise ArgumentError(f"argument 1, 'sched' to analyze: expected a Schedule, got {type(sched).__name__}")
     return Analysis(sched, config).resources

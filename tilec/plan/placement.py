@@ -144,7 +144,7 @@ class Layout:
                     if why is not None:
                         raise TileExtentError(
                             f"{stage.name}.{a.name} is a tile of extent {f} (from split({inner_of[a].parent.name}, "
-                            f"{inner_of[a].factor!r})), but Triton tiles (tl.arange) need a power of two and {why}: "
+                            f"{inner_of[a].factor})), but Triton tiles (tl.arange) need a power of two and {why}: "
                             f"use {lo} or {lo * 2}; masks cover a size the tile does not divide",
                             stage=stage, split=inner_of[a], extent=f, combination=combination, root=root)
                     self.subtiled = (a, f)

@@ -40,19 +40,19 @@ def aff(e: Expr, names: dict, config: dict) -> str:
         if e.op == "*":
             a, b = aff(e.a, names, config), aff(e.b, names, config)
             if not (a.lstrip("-").isdigit() or b.lstrip("-").isdigit()):
-                raise NotAffine(repr(e))
+                raise NotAffine(str(e))
             return f"({a} * {b})"
         if e.op in ("//", "%", "cdiv"):
             b = aff(e.b, names, config)
             if not b.isdigit() or int(b) <= 0:
-                raise NotAffine(repr(e))
+                raise NotAffine(str(e))
             a = aff(e.a, names, config)
             if e.op == "//":
                 return f"floor(({a})/{b})"
             if e.op == "cdiv":
                 return f"floor(({a} + {int(b) - 1})/{b})"
             return f"(({a}) mod {b})"
-    raise NotAffine(repr(e))
+    raise NotAffine(str(e))
 
 
 class Statement:

@@ -12,6 +12,7 @@ import importlib.util
 import os
 import re
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import torch
@@ -107,8 +108,8 @@ class Kernel:
     """
 
     def __repr__(self) -> str:
-        ins = ", ".join(f"{t.name}: {t.dtype}[{', '.join(map(repr, t.shape))}]" for t in self.inputs)
-        outs = ", ".join(f"{t.name}: {t.dtype}[{', '.join(map(repr, t.shape))}]" for t in self.outputs)
+        ins = ", ".join(f"{t.name}: {t.dtype}[{', '.join(map(str, t.shape))}]" for t in self.inputs)
+        outs = ", ".join(f"{t.name}: {t.dtype}[{', '.join(map(str, t.shape))}]" for t in self.outputs)
         config = ", ".join(f"{k}={v}" for k, v in sorted(self.config.items())) or "none (no knobs)"
         spec = f"; specialized {', '.join(f'{k}={v}' for k, v in self.specialize.items())}" if self.specialize else ""
         names = ", ".join(k.name for k in self.program.kernels)
@@ -210,7 +211,7 @@ class Kernel:
                 raise ArgumentError(f"{what}: this kernel is specialized for {name}={value}, got {name}={sizes.get(name)}")
         for fact in self.program.facts:
             if not isinstance(fact, tuple) and not evaluate(fact, sizes):
-                raise ArgumentError(f"{what}: the sizes break the fact tc.assume({fact!r}) of this kernel")
+                raise ArgumentError(f"{what}: the sizes break the fact tc.assume({fact}) of this kernel")
         return {n: sizes[n] for n in need}
 
     def file_text(self, *, target: str | None = None, **sizes: int) -> str:
@@ -306,7 +307,7 @@ class Kernel:
                 raise ArgumentError(f"{t.name}: expected a dense (strided) tensor, got layout {x.layout}; convert it "
                                     f"with .to_dense()")
             if x.dim() != t.ndim:
-                raise ArgumentError(f"{t.name}: expected {t.ndim} dimensions {list(t.shape)}, got shape {tuple(x.shape)}")
+                raise ArgumentError(f"{t.name}: expected {t.ndim} dimensions [{', '.join(map(str, t.shape))}], got shape {tuple(x.shape)}")
             if str(x.dtype).removeprefix("torch.") != t.dtype:
                 raise ArgumentError(f"{t.name}: expected dtype {t.dtype}, got {str(x.dtype).removeprefix('torch.')}")
             device = device or x.device
@@ -334,7 +335,7 @@ class Kernel:
         for fact in self.program.facts:
             if not isinstance(fact, tuple) and not evaluate(fact, env):
                 raise ArgumentError(f"the sizes {', '.join(f'{k}={v}' for k, v in env.items())} break the fact "
-                                    f"tc.assume({fact!r}) this kernel was compiled with (its masks rely on it)")
+                                    f"tc.assume({fact}) this kernel was compiled with (its masks rely on it)")
         return env
 
     def __call__(self, *tensors: torch.Tensor,
@@ -682,7 +683,7 @@ def _extent(x: torch.Tensor) -> int:
 
 
 def _shape_text(t: Tensor) -> str:
-    return f"({', '.join(map(repr, t.shape))})"
+    return f"({', '.join(map(str, t.shape))})"
 
 
 def _size_vars(e):
@@ -690,12 +691,47 @@ def _size_vars(e):
     return [n for n in walk(e) if isinstance(n, SizeVar)]
 
 
-def build(sched: Schedule, args, config=None, specialize=None) -> Kernel:
-    """Lower `sched` with `config` (knob name -> value) and return a callable `Kernel`.
+def build(sched: Schedule, args: Sequence[Tensor], config: Mapping[str, int] | None = None,
+          specialize: Mapping[str, int] | None = None) -> Kernel:
+    """Lower `sched` with `config` and return a callable `Kernel`, in this machine's form (the GPU's, or
+    Triton's interpreter where there is none: `.target`).
 
-    `args` lists the input placeholders and the outputs; call the kernel with the inputs (outputs
-    are allocated) or with inputs and outputs, or pass `out=`. `specialize` (size name -> int) bakes
-    sizes into the source as constants; calls with other sizes are refused.
+    The schedule is checked and lowered here; Triton compiles at the first call with new shapes (then
+    keeps the launches). Call the kernel with the inputs (the outputs are allocated) or with inputs
+    and outputs, or pass `out=`.
+
+    Args:
+        sched: the schedule.
+        args: the input placeholders and the output tensors, in the order calls pass them (inputs first):
+            every input the schedule reads and every output of the schedule; each size of the schedule
+            must be a plain dimension of some input, where calls read it.
+        config: knob name -> value; knobs it leaves out take their first choice.
+        specialize: size name -> positive int, baked into the source as constants (masks dropped where
+            isl proves it); calls with other sizes are refused.
+
+    Returns:
+        The `Kernel`.
+
+    Raises:
+        ArgumentError: `sched` is not a Schedule; `args` is no list of tensors, lists a tensor twice or one
+            another schedule computes, misses an input the schedule reads or one of its outputs, or leaves
+            a size in no input's shape; the config or `specialize` is bad (a knob or size the schedule
+            lacks, a value that is not a choice, a size that breaks a `tc.assume` fact).
+        IllegalScheduleError: the schedule would compute a wrong answer under this config.
+        LoweringError: the schedule cannot be expressed in Triton under this config.
+
+    Example:
+        >>> io, ii = s[C].split(i, tc.knob("BM", [16, 32]))
+        >>> kernel = tc.build(s, [A, W, Y], config={"BM": 32})
+        >>> kernel.config, [t.name for t in kernel.inputs], [t.name for t in kernel.outputs]
+        ({'BM': 32}, ['A', 'W'], ['Y'])
+        >>> a, w = torch.randn(40, 24), torch.randn(24, 20)
+        >>> torch.allclose(kernel(a, w), torch.nn.functional.silu(a @ w), atol=1e-4)
+        True
+        >>> tc.build(s, [A, Y])
+        Traceback (most recent call last):
+        ...
+        tilec.errors.ArgumentError: build: the schedule reads W, so args must list it (args: A, Y)
     """
     if not isinstance(sched, Schedule):
         raise ArgumentError(f"argument 1, 'sched' to build: expected a Schedule, got {type(sched).__name__}")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import networkx as nx
 
 from tilec.errors import ArgumentError, IllegalScheduleError, LoweringError
-from tilec.ir.expr import Const, IterVar
+from tilec.ir.expr import Const, IterVar, show
 from tilec.ir.knob import Flag, Knob
 from tilec.ir.tensor import Tensor, stage_graph
 from tilec.schedule.trace import AxisRef, KnobRef, StageRef, Step, TensorRef, Trace
@@ -125,7 +125,7 @@ def _call_text(name: str, stage, args) -> str:
                 owner = stage.fused_with[0].name
             parts.append(f"{owner}.{a.name}")
         else:
-            parts.append(repr(a))
+            parts.append(show(a))  # a knob by name: this is the schedule's log (fingerprint)
     if name in ("compute_at", "compute_with"):
         parts = [f"{stage.name}"] + parts[1:]
         return f"{name}({', '.join(parts)})"
@@ -133,7 +133,7 @@ def _call_text(name: str, stage, args) -> str:
 
 
 def _arg(n: int, name: str, prim: str, expected: str, got) -> ArgumentError:
-    return ArgumentError(f"argument {n}, '{name}' to {prim}: expected {expected}, got {got!r}")
+    return ArgumentError(f"argument {n}, '{name}' to {prim}: expected {expected}, got {show(got)}")
 
 
 def _factor(value, n: int, name: str, prim: str, knobs: dict) -> int | Knob:
@@ -182,7 +182,9 @@ class Stage:
 
     Example:
         >>> s[C], s[C].leaves
-        (Stage(C), [i, j, k])
+        (Stage(C), [<axis i: spatial, extent M>, <axis j: spatial, extent N>, <axis k: reduce, extent K>])
+        >>> print(*s[C].leaves)  # str(): the names
+        i j k
     """
 
     def __init__(self, sched: Schedule, tensor: Tensor, kind: str = "compute", *, name=None,
@@ -276,7 +278,7 @@ class Stage:
         """A pipelined or unrolled loop split or fused would lose that silently (its leaf is gone)."""
         if axis in self.pipelines:
             raise ArgumentError(f"{prim}: {self.name}.{axis.name} is pipelined (pipeline({axis.name}, stages="
-                                f"{self.pipelines[axis]!r})), and {prim} would replace the loop; {prim} it first, then "
+                                f"{self.pipelines[axis]})), and {prim} would replace the loop; {prim} it first, then "
                                 f"pipeline the loop you want")
         if axis in self.unrolled:
             raise ArgumentError(f"{prim}: {self.name}.{axis.name} is unrolled, and {prim} would replace the loop; "
@@ -288,12 +290,12 @@ class Stage:
             raise ArgumentError(f"{prim}: {self.name}.{axis.name} is swizzled (a grouped order of programs); "
                                 f"{prim} its axes before swizzle, not after")
 
-    def _new_axis(self, name: str, extent, kind: str) -> IterVar:
+    def _new_axis(self, name: str, extent, kind: str, origin: str) -> IterVar:
         base, n = name, 1
         while name in self._names:
             name, n = f"{base}{n}", n + 1
         self._names.add(name)
-        return IterVar(name, extent, kind)
+        return IterVar(name, extent, kind, origin)
 
     # -- loop structure -----------------------------------------------------------------------
     @checked
@@ -322,8 +324,10 @@ class Stage:
 
         Example:
             >>> io, ii = s[C].split(i, 64)
-            >>> s[C].leaves
-            [io, ii, j, k]
+            >>> print(*s[C].leaves)
+            io ii j k
+            >>> io, ii
+            (<axis io: spatial, extent cdiv(M, 64), outer of split(i, 64)>, <axis ii: spatial, extent 64, inner of split(i, 64)>)
             >>> s[C].split(i, 32)
             Traceback (most recent call last):
             ...
@@ -335,9 +339,10 @@ class Stage:
         self._not_a_scheduled_loop(axis, "split")
         factor = _factor(factor, 2, "factor", "split", self.sched.knobs)
         from tilec.ir.expr import cdiv  # local: keeps the import list of this module about schedules
-        outer = self._new_axis(f"{axis.name}o", cdiv(axis.extent, factor), axis.kind)
+        made = f"split({axis.name}, {factor})"
+        outer = self._new_axis(f"{axis.name}o", cdiv(axis.extent, factor), axis.kind, f"outer of {made}")
         inner = self._new_axis(f"{axis.name}i", factor if isinstance(factor, Knob) else Const(factor, "int32"),
-                               axis.kind)
+                               axis.kind, f"inner of {made}")
         pos = self.leaves.index(axis)
         self.leaves[pos:pos + 1] = [outer, inner]
         self.relations.append(Split(axis, outer, inner, factor))
@@ -366,8 +371,8 @@ class Stage:
 
         Example:
             >>> io, jo, ii, ji = s[C].tile(i, j, 64, 64)
-            >>> s[C].leaves
-            [io, jo, ii, ji, k]
+            >>> print(*s[C].leaves)
+            io jo ii ji k
         """
         self._require_compute("tile")
         x = self._axis(x, 1, "x", "tile")
@@ -402,8 +407,8 @@ class Stage:
             >>> io, jo, ii, ji = s[C].tile(i, j, 64, 64)
             >>> ko, ki = s[C].split(k, 32)
             >>> s[C].reorder(io, jo, ko, ii, ji, ki)
-            >>> s[C].leaves
-            [io, jo, ko, ii, ji, ki]
+            >>> print(*s[C].leaves)
+            io jo ko ii ji ki
         """
         self._require_compute("reorder")
         if len(axes) == 1 and isinstance(axes[0], (list, tuple)):
@@ -438,8 +443,10 @@ class Stage:
             >>> io, jo, ii, ji = s[C].tile(i, j, 64, 64)
             >>> tiles = s[C].fuse(io, jo)
             >>> s[C].bind(tiles, "program_id.0")
-            >>> s[C].leaves
-            [io_jo, ii, ji, k]
+            >>> print(*s[C].leaves)
+            io_jo ii ji k
+            >>> tiles
+            <axis io_jo: spatial, extent cdiv(M, 64) * cdiv(N, 64), fuse(io, jo)>
         """
         return self._fuse("fuse", outer, inner)
 
@@ -492,7 +499,8 @@ class Stage:
             raise ArgumentError(f"swizzle: {outer.name} and {inner.name} are reduce axes; swizzle orders "
                                 f"programs, which run spatial axes (swizzle the tile axes of the output)")
         from tilec.ir.expr import mul
-        fused = self._new_axis(f"{outer.name}_{inner.name}", mul(outer.extent, inner.extent), outer.kind)
+        made = f"{prim}({outer.name}, {inner.name}{'' if group is None else f', group={group}'})"
+        fused = self._new_axis(f"{outer.name}_{inner.name}", mul(outer.extent, inner.extent), outer.kind, made)
         self.leaves[pos:pos + 2] = [fused]
         self.relations.append(Fuse(outer, inner, fused, group))
         self.touched = True
@@ -613,7 +621,7 @@ class Stage:
         if split is not None:
             raise LoweringError(
                 f"compute_at({self.name}, {at}): {axis.name} is a tile axis (a vector dimension, not a loop: the "
-                f"inner axis of split({split.parent.name}, {split.factor!r})), so nothing can be computed at it; "
+                f"inner axis of split({split.parent.name}, {split.factor})), so nothing can be computed at it; "
                 f"{self._places_text(stage, self.name)}")
 
     @checked
@@ -668,7 +676,7 @@ class Stage:
                    f"{stage.name}'s outermost loop there")
             raise LoweringError(
                 f"compute_with({self.name}, {stage.name}.{axis.name}): {axis.name} is a tile axis (a vector dimension, "
-                f"not a loop: the inner axis of split({split.parent.name}, {split.factor!r})), and compute_with joins "
+                f"not a loop: the inner axis of split({split.parent.name}, {split.factor})), and compute_with joins "
                 f"two loops; use {use}")
         rel = self.sched.related(self, stage)
         if rel is not None:
@@ -919,7 +927,7 @@ class Stage:
         at = f"{self.name}.{axis.name}"
         if axis in self.pipelines:  # what the lowering refuses, whatever follows: refused here
             raise LoweringError(f"bind({at}, {thread!r}): {axis.name} is pipelined (pipeline({axis.name}, stages="
-                                f"{self.pipelines[axis]!r})), and a grid axis is no loop; only serial loops (tl.range) "
+                                f"{self.pipelines[axis]})), and a grid axis is no loop; only serial loops (tl.range) "
                                 f"are pipelined: bind another axis, or pipeline a loop inside this one")
         if axis in self.unrolled:
             raise LoweringError(f"bind({at}, {thread!r}): {axis.name} is unrolled, and a grid axis is no loop; bind "
@@ -958,7 +966,7 @@ class Stage:
             such = (f" (such as {self.name}.{outer.name}, the loop over these tiles)" if outer in self.leaves
                     and outer not in self.binds and outer not in self.unrolled else "")
             raise LoweringError(f"pipeline({self.name}.{axis.name}): {axis.name} is a tile axis (the inner axis of "
-                                f"split({split.parent.name}, {split.factor!r}), a vector dimension); only serial "
+                                f"split({split.parent.name}, {split.factor}), a vector dimension); only serial "
                                 f"loops (tl.range) are pipelined: pipeline a serial loop instead{such}")
         if axis in self.unrolled:
             raise LoweringError(f"pipeline({self.name}.{axis.name}): {axis.name} is unrolled (tl.static_range); only "
@@ -1056,7 +1064,7 @@ class Stage:
                                 f"constant; unroll the inner axis of a split")
         if axis in self.pipelines:
             raise LoweringError(f"unroll({self.name}.{axis.name}): {axis.name} is pipelined (pipeline({axis.name}, "
-                                f"stages={self.pipelines[axis]!r})); only serial loops (tl.range) are pipelined: "
+                                f"stages={self.pipelines[axis]})); only serial loops (tl.range) are pipelined: "
                                 f"unroll it or pipeline it, not both")
         self.unrolled.add(axis)
         self.touched = True
@@ -1290,7 +1298,7 @@ class Schedule:
             >>> s.fingerprint().splitlines()[-1]
             'C: split(i, 64) -> io, ii'
         """
-        parts = [f"{t!r}={t.body!r}" for t in self.tensors.values()]
+        parts = [f"{t!r}={t.body}" for t in self.tensors.values()]  # expressions as text (str)
         return "\n".join(parts + self.log)
 
 

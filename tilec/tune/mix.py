@@ -14,12 +14,38 @@ from tilec.ir.tensor import sizes_of
 
 
 class ShapeMix:
-    """`tc.ShapeMix([({"M": 256}, 8), ({"M": 1536}, 1)], fixed={"K": 4096, "N": 12288})`.
+    """The shapes a kernel is called with and how often: what `tc.tune` measures and plans for.
 
-    Weights are call counts or frequencies; they are normalised. `fixed` sizes apply to every shape.
+    Each shape gives every size of the schedule (the tuner refuses a mix that misses one or names one the
+    schedule lacks); `fixed` sizes are added to every shape (a shape's own sizes win). Weights are call
+    counts or frequencies, normalised to sum to 1: a config's objective is the weighted time
+    sum_s w_s * t_s. `.shapes` (full size dicts) and `.weights` hold them, iterating gives
+    (shape, weight) pairs, `ShapeMix.key(shape)` names a shape ("K=4096,M=256,N=12288", the key of
+    `Tuned.kernels`), and `ShapeMix.parse` reads the command line's form. It prints as its shapes and
+    weights.
+
+    Args:
+        shapes: a non-empty list of (sizes, weight) pairs: sizes a dict of size name -> positive int,
+            weight a positive finite number.
+        fixed: size name -> positive int, the sizes shared by every shape.
+
+    Raises:
+        ArgumentError: `shapes` is empty or not a list, an entry is no (dict, weight) pair, a weight is not a
+            positive finite number (NaN, infinities, zero and negative weights are refused), a size name is
+            no identifier or a size no positive int, a shape is listed twice, or the weights add up to
+            infinity.
+
+    Example:
+        >>> mix = tc.ShapeMix([({"M": 256}, 8), ({"M": 1536}, 2)], fixed={"K": 4096, "N": 12288})
+        >>> mix
+        ShapeMix(K=4096,M=256,N=12288: 0.800, K=4096,M=1536,N=12288: 0.200)
+        >>> mix.shapes[1], mix.weights
+        ({'K': 4096, 'N': 12288, 'M': 1536}, [0.8, 0.2])
+        >>> tc.ShapeMix.parse("M=256:8,1536:2", fixed="K=4096,N=12288").weights
+        [0.8, 0.2]
     """
 
-    def __init__(self, shapes: Sequence, fixed: Mapping[str, int] | None = None):
+    def __init__(self, shapes: Sequence[tuple[Mapping[str, int], float]], fixed: Mapping[str, int] | None = None):
         fixed = dict(fixed or {})
         if not isinstance(shapes, (list, tuple)) or not shapes:
             raise ArgumentError("ShapeMix: expected a non-empty list of (sizes, weight) pairs, e.g. "

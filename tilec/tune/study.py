@@ -48,15 +48,18 @@ import sys
 import threading
 import time
 import warnings
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import optuna
 import torch
 
 from tilec.errors import ArgumentError
+from tilec.ir.tensor import Tensor
 from tilec.poly.footprint import SHARED_LIMIT
 from tilec.runtime import triton_compat
 from tilec.runtime.kernel import Kernel
+from tilec.schedule.schedule import Schedule
 from tilec.tune.cost import analysis_for, estimate
 from tilec.tune.measure import CandidateFailure, random_inputs
 from tilec.tune.mix import ShapeMix
@@ -78,7 +81,22 @@ DEFAULT_TIMEOUT = 300.0   # seconds to compile, check and time one config on eve
 
 class TuningInterrupted(KeyboardInterrupt):
     """`tc.tune` was stopped by SIGINT or SIGTERM (`.signal` says which). Finished trials are stored,
-    the interrupted ones are failed and queued again: the same call resumes the study."""
+    the interrupted ones are failed and queued again: the same call resumes the study.
+
+    A KeyboardInterrupt, so that code which does not catch it stops as on Ctrl-C; tilec raises it, a
+    program catches it.
+
+    Args:
+        why: the signal's name, "SIGINT" or "SIGTERM"; the message and `.signal`.
+
+    Example:
+        >>> try:
+        ...     tuned = tc.tune(s, mix, trials=64)  # doctest: +SKIP
+        ... except tc.TuningInterrupted as stop:
+        ...     print(f"stopped by {stop.signal}; the same call resumes the study")
+        >>> issubclass(tc.TuningInterrupted, KeyboardInterrupt), tc.TuningInterrupted("SIGTERM").signal
+        (True, 'SIGTERM')
+    """
 
     def __init__(self, why: str):
         super().__init__(why)
@@ -128,7 +146,7 @@ def study_key(sched, mix: ShapeMix, args, shared_limit: int = SHARED_LIMIT) -> s
         "schedule": sched.fingerprint(),
         "knobs": {n: list(k.choices) for n, k in sched.knobs.items()},
         "mix": sorted([ShapeMix.key(s), repr(w)] for s, w in mix),  # order-free, exact weights
-        "args": [[a.name, str(a.dtype), [repr(e) for e in a.shape], bool(a.is_placeholder)] for a in args],
+        "args": [[a.name, str(a.dtype), [str(e) for e in a.shape], bool(a.is_placeholder)] for a in args],
         "shared_limit": shared_limit,
         "device": _device_name(),
         "versions": [__version__, triton_compat.triton().__version__, torch.__version__],
@@ -198,9 +216,10 @@ class Tuned:
     """The result of tc.tune: a plan, and a callable that dispatches each call to its kernel.
 
     `.plan` is the plans' comparison as text (which config serves which shape, and why), `.chosen` the plan
-    taken, `.kernels` its kernels by shape, `.source(M=...)` the Triton code that runs for a shape and
-    `.trials()` every trial of the study. Calling it runs the kernel of the call's shape (for a shape
-    outside the mix, the generic kernel of the nearest shape's config). It prints as a summary of the plan.
+    taken, `.kernels` its kernels by shape, `.source(M=...)` the Triton code that runs for a shape (in the
+    form of `target=`, "cuda" or "interpreter") and `.trials()` every trial of the study. Calling it runs
+    the kernel of the call's shape (for a shape outside the mix, the generic kernel of the nearest shape's
+    config). It prints as a summary of the plan.
 
     Example:
         >>> mix = tc.ShapeMix([({"M": 64}, 8), ({"M": 256}, 1)], fixed={"K": 128, "N": 256})  # doctest: +SKIP
@@ -267,14 +286,32 @@ class Tuned:
         from tilec.runtime.custom_op import graphed
         return graphed(self, *example_inputs, warmup=warmup, pool=pool)
 
-    def source(self, **sizes) -> str:
-        """The Triton code that runs for these sizes, e.g. `tuned.source(M=256)`."""
+    def source(self, *, target: str | None = None, **sizes: int) -> str:
+        """The Triton module the plan runs for a shape of the mix, as `Kernel.source_for` gives it (lowered
+        under the facts of those sizes): `tuned.source(M=256)`; the mix's fixed sizes are added.
+
+        Args:
+            target: "cuda" or "interpreter", the form of the source (default: this machine's, as
+                `Kernel.source_for`): `tuned.source(target="cuda", M=256)` on a CPU is the GPU's.
+            **sizes: the sizes of the shape that the mix's `fixed` sizes do not give.
+
+        Returns:
+            The Triton source, one module.
+
+        Raises:
+            ArgumentError: `target` is not "cuda" or "interpreter", or no kernel of the plan serves these
+                sizes (they are no shape of the mix).
+        """
+        from tilec.lower.program import TARGETS
+
+        if target is not None and target not in TARGETS:
+            raise ArgumentError(f"source: target must be one of {', '.join(TARGETS)}, got {target!r}")
         full = {**self.mix.fixed, **sizes}
         k = self.kernels.get(ShapeMix.key(full))
         if k is None:
             raise ArgumentError(f"no kernel of the plan serves {full}; the mix has "
                                 f"{', '.join(ShapeMix.key(s) for s, _ in self.mix)}")
-        return k.source_for(**full)
+        return k.source_for(target=target, **full)
 
     def trials(self) -> list[dict]:
         """Every trial: its config, state, weighted time and per-shape times in seconds (`value`, `times`)
@@ -368,35 +405,87 @@ def _run_gpu_workers(gpus, recipe, worker, mix, trials, url, name, jobs, timeout
                       RuntimeWarning, stacklevel=3)
 
 
-def tune(sched, mix: ShapeMix, trials: int = 64, *, args=None, reference=None, storage: str | None = None,
-         expected_calls: float = 1_000_000, timer=None, seed: int = 0, seeds: int = 8,
-         study_name: str | None = None, worker: bool = False, shared_limit: int | None = None,
-         heartbeat: int = 2, progress: bool | None = None, jobs: int | None = None,
-         timeout: float = DEFAULT_TIMEOUT, recipe: str | None = None, gpus=None) -> Tuned:
-    """Tune `sched`'s knobs for `mix` (see the module docstring); returns a `Tuned`.
+def tune(sched: Schedule, mix: ShapeMix, trials: int = 64, *, args: Sequence[Tensor] | None = None,
+         reference: Callable[..., torch.Tensor | Sequence[torch.Tensor]] | None = None, storage: str | None = None,
+         expected_calls: float = 1_000_000, timer: Callable[[Kernel, list[torch.Tensor]], float] | None = None,
+         seed: int = 0, seeds: int = 8, study_name: str | None = None, worker: bool = False,
+         shared_limit: int | None = None, heartbeat: int = 2, progress: bool | None = None, jobs: int | None = None,
+         timeout: float = DEFAULT_TIMEOUT, recipe: str | None = None,
+         gpus: str | int | Sequence[int] | None = None) -> Tuned | None:
+    """Tune `sched`'s knobs for `mix` (the module docstring says how) and pick a plan; returns a `Tuned`.
 
-    `trials` is the number of configs the study should have measured in all (not the number to add):
-    repeats of a config, pruned and refused configs and interrupted trials are recorded but not
-    counted. Where the space has fewer configs that can be measured, tuning measures them all and warns
-    (`FewerConfigs`). `seeds` cost-model configs (at most half of `trials`) are measured first in a new
-    study.
+    Every config measured is built, checked against `reference` on every shape of the mix and timed there;
+    its objective is the call-weighted time. Configs that cannot work (a tile larger than every shape, a
+    config that does not lower, shared memory or registers over the limits) are pruned before anything
+    compiles; a config that fails or computes a wrong answer is a failed trial, never a winner. The study (optuna) is stored in `storage` under a name derived from everything
+    that changes a measurement, so the same call resumes it and a changed kernel starts afresh. The plan
+    (one generic config, one per shape, or buckets) is the one that minimises P + expected_calls * T:
+    compile and tuning price plus weighted time per call (`Tuned.plan` explains the choice). Where the space
+    has fewer configs that can be measured than `trials`, all are measured and `FewerConfigs` is warned.
 
-    `args` defaults to the schedule's inputs then outputs; `reference` (inputs -> outputs, torch)
-    checks every candidate on every shape, by default the unscheduled compute built by tilec.
-    `worker=True` only adds trials to the shared study (for several processes or hosts);
-    `progress=True` shows a progress bar on stderr (tqdm: configs measured of `trials`, the best
-    weighted time in microseconds, repeats and pruned configs); by default (None) it is shown when
-    stderr is a terminal; `progress=False` keeps tuning quiet.
-    `jobs` worker processes measure candidates (default: half the cores, at most 4; `jobs=0`
-    measures in this process, unisolated); `timeout` bounds one candidate's compile, check and
-    timing on every shape, in seconds. `recipe` is a Python file whose make() rebuilds this schedule
-    (and whose reference(), if any, is the reference): on a GPU, workers start from it in fresh
-    processes (`workers.py` explains why), and without it tuning there is not isolated.
-    SIGINT/SIGTERM raise `TuningInterrupted` after failing and requeueing the running trials.
-    `gpus` ("all", a number, or GPU indices like "0,1"; needs `recipe`) first runs one worker process
-    per GPU on the study, each pinned with CUDA_VISIBLE_DEVICES, then picks the plan here (`multi.py`;
-    without a GPU, `gpus=N` runs N workers on the CPU).
+    Args:
+        sched: the schedule; its knobs (`tc.knob`, `tc.flag`) are the search space.
+        mix: the shapes and their weights; each shape gives every size of the schedule.
+        trials: the number of configs the study should have measured in all (not the number to add):
+            repeats of a config, pruned and refused configs and interrupted trials are recorded, not counted.
+        args: the input placeholders and output tensors, as for `tc.build` (default: the schedule's inputs,
+            then its outputs).
+        reference: a function of the torch inputs returning the expected output(s), which checks every
+            candidate on every shape (default: the unscheduled compute, built by tilec).
+        storage: an optuna storage URL: sqlite:///file.db, postgresql://..., mysql://... (default: SQLite in
+            $TILEC_CACHE_DIR, ~/.cache/tilec/tuning.db); processes sharing it share the study.
+        expected_calls: the calls the kernel will serve, which weighs time per call against compile price in
+            the choice of plan.
+        timer: `timer(kernel, inputs)` -> seconds per call, for one shape's inputs (default: Triton's
+            do_bench median on a GPU, a wall-clock median in the interpreter).
+        seed: the sampler's seed (multivariate TPE; a grid where the whole space fits in `trials`).
+        seeds: the cost model's configs measured first in a new study (at most half of `trials`).
+        study_name: the study's name (default: derived from the schedule's fingerprint, knobs, args, mix,
+            shared-memory limit, device and versions).
+        worker: only add trials to the shared study and return None (one such process per GPU or host).
+        shared_limit: bytes of shared memory one program may use; configs estimated above it are pruned
+            (default: Hopper's 232448).
+        heartbeat: seconds between the heartbeats of a running trial; the trial of a process that died is
+            failed after three missed beats, and its config retried.
+        progress: show a progress bar on stderr (configs measured, best time, repeats and pruned configs);
+            None (the default) shows it where stderr is a terminal.
+        jobs: worker processes measuring candidates (default: half the cores, at most 4); 0 measures in
+            this process, unisolated.
+        timeout: seconds one candidate may take to compile, check and time on every shape before it fails.
+        recipe: a Python file whose make() rebuilds this schedule (and whose reference(), if any, is the
+            reference); on a GPU, workers start from it in fresh processes (else tuning is not isolated).
+        gpus: "all", a number N, or GPU indices ("0,1"): first run one worker process per GPU on the study,
+            each pinned with CUDA_VISIBLE_DEVICES, then plan here (needs `recipe`; without a GPU, N workers
+            on the CPU).
+
+    Returns:
+        The `Tuned` plan (call it like a Kernel), or None with `worker=True`.
+
+    Raises:
+        ArgumentError: `sched` is not a Schedule or `mix` not a ShapeMix; a shape misses a size of the
+            schedule or names one it lacks; `trials`, `progress`, `jobs`, `timeout`, `heartbeat`, `recipe` or
+            `gpus` is out of its range; `storage` is no database URL (or an in-memory or foreign database);
+            the study under this name searched another space; or no config completed.
+        TuningInterrupted: SIGINT or SIGTERM stopped tuning (the running trials are failed and queued
+            again; the same call resumes).
+
+    Warns:
+        FewerConfigs: fewer configs than `trials` could be measured.
+
+    Example:
+        >>> io, ii = s[C].split(i, tc.knob("BM", [16, 32]))
+        >>> mix = tc.ShapeMix([({"M": 16}, 3), ({"M": 40}, 1)], fixed={"K": 24, "N": 20})
+        >>> def timer(kernel, inputs):  # seconds per call: made up here, so that the plan is certain
+        ...     return 1e-6 * kernel.config["BM"]
+        >>> tuned = tc.tune(s, mix, trials=2, args=[A, W, Y], timer=timer, jobs=0)
+        >>> tuned
+        <Tuned: plan generic for 2 shape(s) (K=24,M=16,N=20: BM=16; K=24,M=40,N=20: BM=16), 16.00 us/call; other plans: ...>
+        >>> a, w = torch.randn(40, 24), torch.randn(24, 20)
+        >>> torch.allclose(tuned(a, w), torch.nn.functional.silu(a @ w), atol=1e-4)
+        True
     """
+    if not isinstance(sched, Schedule):
+        raise ArgumentError(f"argument 1, 'sched' to tune: expected a Schedule, got {type(sched).__name__}")
     if not isinstance(mix, ShapeMix):
         raise ArgumentError(f"tune: expected a tc.ShapeMix, got {type(mix).__name__}")
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
