@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import importlib
 import itertools
-import os
-import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -470,30 +467,3 @@ def test_cuda_graphs_benchmark_smoke(tmp_path, capsys):
     graphed_rows = [r for r in rows if r["variant"] == "tilec graphed"]
     assert len(graphed_rows) == 2 and all(
         (r["rel_err"] is not None) if CUDA else r["graphed"].startswith("refused: ") for r in graphed_rows)
-
-
-# -- docs/pytorch.md runs as written ----------------------------------------------------------------
-
-def test_pytorch_doc_blocks_run_as_pasted(tmp_path):
-    """docs/pytorch.md's Python blocks, in order, as one script in a fresh interpreter without
-    TRITON_INTERPRET set (as_op sets Triton up before torch.compile imports it); every output pasted
-    under a print is printed (on a GPU, the CPU's refusal of graphed is not)."""
-    text = (ROOT / "docs" / "pytorch.md").read_text()
-    blocks = re.findall(r"^```python\n(.*?)^```", text, re.S | re.M)
-    assert len(blocks) == 6
-    expected = [line[2:] for block in blocks for prev, line in itertools.pairwise(block.splitlines())
-                if line.startswith("# ") and "print(" in prev]
-    assert len(expected) == 7
-    if CUDA:
-        expected = [e for e in expected if not e.startswith("Kernel.graphed: CUDA graphs need")]
-    script = tmp_path / "pytorch_doc.py"
-    script.write_text("\n".join(blocks))
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["TILEC_CACHE_DIR"] = str(tmp_path / "cache")
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    p = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, env=env,
-                       timeout=600)
-    assert p.returncode == 0, p.stderr[-3000:]
-    printed = p.stdout.splitlines()
-    for line in expected:
-        assert line in printed, (line, p.stdout[-3000:])

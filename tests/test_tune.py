@@ -89,6 +89,38 @@ def test_tuned_source_takes_a_target_as_kernel_source_for_does():
         tuned.source(M=3, target="cuda")
 
 
+def test_tuned_dump_writes_the_file_a_call_of_the_shape_runs(tmp_path):
+    """`tuned.dump(path, M=...)`: the kernel file of the plan's kernel for that shape (fixed sizes added), which
+    runs alone; a shape outside the mix gets the file of the nearest shape's generic kernel; sizes the inputs
+    lack, or missing ones, are refused with the sizes named."""
+    M, N = tc.size_vars("M N")
+    X = tc.placeholder((M, N), "float32", name="X")
+    Y = tc.compute((M, N), lambda i, j: tc.tanh(X[i, j]) * 2.0, name="Y")
+    s = tc.create_schedule(Y)
+    small, large = tc.build(s, [X, Y]), tc.build(s, [X, Y], specialize={"M": 64, "N": 16})
+    mix = tc.ShapeMix([({"M": 8}, 1), ({"M": 64}, 1)], fixed={"N": 16})
+    plan = PlanOption("per-shape", {"M=8,N=16": {}, "M=64,N=16": {}}, T=1e-6, P=0.0)
+    tuned = Tuned(s, [X, Y], mix, None, plan, [plan], 1e6, {"M=8,N=16": small, "M=64,N=16": large})
+    path = tuned.dump(tmp_path / "y64.py", M=64)
+    assert path == tmp_path / "y64.py" and "_EXAMPLE_SIZES = {'M': 64, 'N': 16}" in path.read_text()
+    assert path.read_text().replace("{'M': 64, 'N': 16}", "") == large.path.read_text().replace(
+        "{'M': 64, 'N': 16}", "")  # the specialized kernel's file, not the generic one's
+    env = {k: v for k, v in os.environ.items() if k != "TILEC_CACHE_DIR"}
+    env["TRITON_INTERPRET"] = "1"
+    run = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, cwd=tmp_path,
+                         timeout=300)
+    assert run.returncode == 0 and run.stdout.startswith("Y: shape (64, 16) torch.float32"), run.stderr[-2000:]
+    outside = tuned.dump(tmp_path / "y5.py", M=5)  # nearest shape: M=8, whose kernel is generic
+    assert "_EXAMPLE_SIZES = {'M': 5, 'N': 16}" in outside.read_text()
+    with pytest.raises(tc.ArgumentError, match=r"^dump: give every size of the inputs \(M, N; the mix fixes N\) "
+                                               r"and only those; missing M$"):
+        tuned.dump()
+    with pytest.raises(tc.ArgumentError, match=r"; not a size of the inputs: K$"):
+        tuned.dump(M=8, K=3)
+    with pytest.raises(tc.ArgumentError, match=r"^dump: size M must be an int >= 0, got -1$"):
+        tuned.dump(M=-1)
+
+
 def test_identical_configs_are_not_measured_twice(tmp_path, monkeypatch):
     s, args = tune_case.make()
     measured = []

@@ -217,7 +217,8 @@ class Tuned:
 
     `.plan` is the plans' comparison as text (which config serves which shape, and why), `.chosen` the plan
     taken, `.kernels` its kernels by shape, `.source(M=...)` the Triton code that runs for a shape (in the
-    form of `target=`, "cuda" or "interpreter") and `.trials()` every trial of the study. Calling it runs
+    form of `target=`, "cuda" or "interpreter"), `.dump(path, M=...)` writes that shape's kernel file (with
+    its launch code: `python <path>` runs it) and `.trials()` every trial of the study. Calling it runs
     the kernel of the call's shape (for a shape outside the mix, the generic kernel of the nearest shape's
     config). It prints as a summary of the plan.
 
@@ -255,7 +256,10 @@ class Tuned:
     def kernel_for(self, tensors) -> Kernel:
         """The kernel serving these tensors: the plan's, or for a shape outside the mix the generic
         build of the nearest shape's config."""
-        key = self._key(tensors)
+        return self._kernel_at(self._key(tensors))
+
+    def _kernel_at(self, key: tuple) -> Kernel:
+        """The kernel serving the sizes `key` (the values of the sorted size names), as `kernel_for`."""
         k = self._by_sizes.get(key)
         if k is not None:
             return k
@@ -312,6 +316,41 @@ class Tuned:
             raise ArgumentError(f"no kernel of the plan serves {full}; the mix has "
                                 f"{', '.join(ShapeMix.key(s) for s, _ in self.mix)}")
         return k.source_for(target=target, **full)
+
+    def dump(self, path: str | os.PathLike | None = None, **sizes: int) -> Path:
+        """Write the kernel file that a call of these sizes runs, with its launch code, and return its path:
+        `python <path>` runs it on random inputs, needing only torch and Triton (`Kernel.dump`). The mix's
+        fixed sizes are added; a shape outside the mix gets the file of the kernel a call of it runs (the
+        nearest shape's config, built generic).
+
+        Args:
+            path: where to copy the file (default: it stays in tilec's cache, `TILEC_CACHE_DIR`).
+            **sizes: the sizes of the shape that the mix's `fixed` sizes do not give.
+
+        Returns:
+            The path of the file.
+
+        Raises:
+            ArgumentError: a size of the inputs is missing or is not an int >= 0, a size is named that the
+                inputs do not have, or the sizes break a fact of the kernel.
+
+        Example:
+            >>> path = tuned.dump("y_tuned.py", M=64)  # doctest: +SKIP
+            >>> subprocess.run([sys.executable, str(path)], check=True)  # doctest: +SKIP
+        """
+        full = {**self.mix.fixed, **sizes}
+        names = sorted(self._sizes)
+        missing = [n for n in names if n not in full]
+        extra = [n for n in full if n not in self._sizes]
+        if missing or extra:
+            raise ArgumentError(f"dump: give every size of the inputs ({', '.join(names)}; the mix fixes "
+                                f"{', '.join(sorted(self.mix.fixed)) or 'none'}) and only those"
+                                + (f"; missing {', '.join(missing)}" if missing else "")
+                                + (f"; not a size of the inputs: {', '.join(extra)}" if extra else ""))
+        for name, value in full.items():
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ArgumentError(f"dump: size {name} must be an int >= 0, got {value!r}")
+        return self._kernel_at(tuple(full[n] for n in names)).dump(path, **full)
 
     def trials(self) -> list[dict]:
         """Every trial: its config, state, weighted time and per-shape times in seconds (`value`, `times`)
