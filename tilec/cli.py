@@ -11,8 +11,8 @@
 
 FILE is a Python file like the examples: it defines `make()` -> (schedule, args) and, for `tune`,
 `reference(*inputs)` (torch; without it the unscheduled compute built by tilec is the reference).
-Its directory is put on `sys.path`, so it can `import common`. `tune` shows optuna's progress bar
-on stderr while it runs (where stderr is a terminal; `--no-progress` never), then every trial of the study, the plan, and how to find the study again.
+Its directory is put on `sys.path`, so it can `import common`. `tune` shows a progress bar (configs
+measured of --trials, the best time so far) on stderr while it runs (where stderr is a terminal; `--no-progress` never), then every trial of the study, the plan, and how to find the study again.
 `--trials N` counts configs measured: repeats of a config and pruned configs are recorded, not counted.
 Kernel times are printed in microseconds. `draw` draws a schedule's stage graph and loop nest into a PNG.
 Without a GPU, kernels run in Triton's interpreter: `tune`, `show` and `draw` set TRITON_INTERPRET=1
@@ -321,7 +321,7 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--worker", action="store_true",
                    help="only add trials to the shared study (run one per GPU/host); no plan")
     t.add_argument("--report", metavar="PATH", help="write the trials and plan to a .json (or .png, needs matplotlib)")
-    t.add_argument("--no-progress", action="store_true", help="no progress bar (by default optuna's bar is shown on stderr where it is a terminal)")
+    t.add_argument("--no-progress", action="store_true", help="no progress bar (by default the bar of configs measured is shown on stderr where it is a terminal)")
     t.add_argument("--jobs", type=int, metavar="N", help="worker processes measuring candidates (compiles run "
                    "in parallel; default: half the cores, at most 4; 0: in this process, unisolated)")
     t.add_argument("--gpus", metavar="all|N|0,1", help="first run one worker process per GPU on the study, each "

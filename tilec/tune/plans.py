@@ -2,8 +2,9 @@
 
 - generic: one config (one kernel) for every shape;
 - buckets: shapes grouped by the power of two above each size that varies; one config per bucket;
-- per-shape: one config per shape, built with the sizes baked in (`specialize`), masks dropped where
-  isl proves them unnecessary.
+- per-shape: one config per shape, built with the sizes baked in (`specialize`): constants in the
+  source. (Every kernel, generic ones too, is lowered per call under the facts of its sizes, so masks
+  that a call's sizes make unnecessary are dropped in either; isl proves which.)
 
 P is the preparation time actually spent (tuning wall time, plus compiling the plan's kernels), r the
 expected number of calls, T the weighted time per call. Break-even call counts say where the order

@@ -104,9 +104,23 @@ class TuningInterrupted(KeyboardInterrupt):
 
 
 class FewerConfigs(UserWarning):
-    """Tuning measured fewer configs than `trials`: the space has no more that can be measured (the
-    message says how many it has and how many were pruned), or the sampler kept proposing configs
-    already tried."""
+    """The warning `tc.tune` gives when it measured fewer configs than `trials`: the space has no more
+    that can be measured (the message says how many it has and how many were pruned), or the sampler
+    kept proposing configs already tried. The plan is built from what was measured; `tilec tune` prints
+    the message as a `note:` line.
+
+    Args:
+        message: what was measured, of how many configs in all, and why no more.
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as caught:  # doctest: +SKIP
+        ...     warnings.simplefilter("always", tc.FewerConfigs)
+        ...     tuned = tc.tune(s, mix, trials=64)
+        >>> issubclass(tc.FewerConfigs, UserWarning)
+        True
+        >>> warnings.filterwarnings("ignore", category=tc.FewerConfigs)  # a small space is no surprise
+    """
 
 
 class _Grid(optuna.samplers.GridSampler):
@@ -882,5 +896,5 @@ def _choose(sched, args, mix, study, calls, tuning_s, knobs) -> Tuned:
         kernels[key] = Kernel(sched, args, cfg, specialize=spec)
     if chosen.name == "per-shape":
         chosen.notes.append("T was measured with each config's generic kernel; the specialized kernels "
-                            "(sizes baked in, masks dropped where isl proves it) are not timed separately")
+                            "(sizes baked in as constants) are not timed separately")
     return Tuned(sched, args, mix, study, chosen, opts, calls, kernels)
