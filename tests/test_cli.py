@@ -164,6 +164,13 @@ def test_show_tuned_finds_the_same_study_and_prints_source(tuned):
     assert rc == 0 and "@triton.jit" in out2
     rc, listing, _ = run(["show", "--storage", tuned["url"]])          # no study named: list them
     assert rc == 0 and tuned["name"] in listing
+    assert f"show one: tilec show --storage {tuned['url']} --study NAME" in listing
+    # a mix this file was never tuned for: say so, and what to run (not only the hash tilec made up)
+    rc, _, err = run(["show", "--tuned", tuned["case"], "--mix", "M=8:1", "--fixed", "K=24,N=20", "--storage",
+                      tuned["url"]])
+    assert rc == 2 and err.startswith(f"error: {tuned['case']} has not been tuned for this mix in this storage; "
+                                      f'tune it first: tilec tune {tuned["case"]} --mix "M=8:1" --fixed "K=24,N=20" '
+                                      f"--storage {tuned['url']} (no study tilec-"), err
 
 
 def test_show_lists_waiting_trials_with_their_config(tmp_path):

@@ -518,3 +518,37 @@ def test_not_of_a_specialized_size_comparison_is_logical():
     want = 2.0 + (x <= 0).float()[:, None].expand(3, 3)
     for spec in (None, {"M": 3}):
         _close(tc.build(tc.create_schedule(C), [X, C], specialize=spec)(x), want)
+
+
+def test_float_floor_division_and_remainder_are_torchs_where_the_quotient_rounds_to_a_whole_number():
+    """Float `//` was tl.floor(a / b) and `%` was a - b * that: where a / b rounds up to a whole number
+    (1.0 / 0.1 is 10.000000149 in float32, but 0.1 goes into 1.0 only 9 times) both were off by one
+    quotient, silently (found by a newcomer's walk-through; random normal data never hits it). torch
+    (and Python) use C's fmod, which is exact, and correct its sign; so does tilec now, with the
+    same handling of zero divisors, infinities and signed zeros."""
+    M, N = tc.size_vars("M N")
+    X = tc.placeholder((M, N), "float32", name="X")
+    D = tc.placeholder((M, N), "float32", name="D")
+    Q = tc.compute((M, N), lambda i, j: X[i, j] // D[i, j], name="Q")
+    R = tc.compute((M, N), lambda i, j: X[i, j] % D[i, j], name="R")
+    Qc = tc.compute((M, N), lambda i, j: X[i, j] // 0.1, name="Qc")
+    Rc = tc.compute((M, N), lambda i, j: X[i, j] % -0.3, name="Rc")
+    inf, nan = float("inf"), float("nan")
+    x = torch.tensor([[1.0, 2.0, 0.7, 3.0, 5.0, inf, -7.5, 7.5, -0.0, 0.0, 3.0, -3.0, nan, 2.5]])
+    d = torch.tensor([[0.1, 0.2, 0.1, 0.3, 0.5, 2.0, inf, -inf, 2.0, -2.0, 0.0, 0.0, 1.0, -0.7]])
+    torch.manual_seed(0)
+    xr = torch.cat([x, torch.randn(3, x.shape[1]) * 10])
+    dr = torch.cat([d, torch.randn(3, d.shape[1]).abs() * 0.3 + 0.05])
+    for T, want in ((Q, xr // dr), (R, xr % dr)):
+        got = tc.build(tc.create_schedule(T), [X, D, T])(xr, dr)
+        torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+        assert torch.equal(torch.signbit(got), torch.signbit(want)) or T is R  # signed zeros of //
+    for T, want in ((Qc, xr // 0.1), (Rc, xr % -0.3)):
+        got = tc.build(tc.create_schedule(T), [X, T])(xr)
+        torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+    # float16 in, float32 arithmetic, rounded once at the store (as tilec computes low-precision floats)
+    H = tc.placeholder((M, N), "float16", name="H")
+    Qh = tc.compute((M, N), lambda i, j: H[i, j] // 0.1, name="Qh")
+    h = torch.tensor([[1.0, 2.0, 0.5, 3.0, -1.0, 0.3]], dtype=torch.float16)
+    got = tc.build(tc.create_schedule(Qh), [H, Qh])(h)
+    assert got.tolist() == (h.float() // 0.1).half().tolist() == [[9.0, 19.0, 4.0, 29.0, -10.0, 3.0]]

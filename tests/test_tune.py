@@ -181,9 +181,12 @@ def test_failed_candidates_are_recorded_and_never_win(tmp_path):
 
 def test_wrong_answers_fail_the_candidate(tmp_path):
     s, args = tune_case.make()
-    with pytest.raises(tc.ArgumentError, match="no config completed.*wrong answer"):
+    with pytest.raises(tc.ArgumentError, match="no config completed.*wrong answer") as err:
         tc.tune(s, tune_case.MIX, trials=4, args=args, reference=lambda a, w: a @ w + 1.0,
                 storage=f"sqlite:///{tmp_path / 'x.db'}")
+    # every config wrong: the reference is suspected, and a fixed reference needs a new study
+    assert "every config that ran gave a wrong answer (" in str(err.value) and "check it" in str(err.value)
+    assert str(err.value).endswith("after changing the reference, tune under a new study name (study_name= or --study)")
     st = optuna.load_study(study_name=optuna.get_all_study_names(f"sqlite:///{tmp_path / 'x.db'}")[0],
                            storage=f"sqlite:///{tmp_path / 'x.db'}")
     assert st.trials and all("wrong answer" in t.user_attrs.get("failure", "") for t in st.trials), [(t.state, t.user_attrs) for t in st.trials]

@@ -342,7 +342,7 @@ def test_malformed_times_from_a_worker_fail_the_trial(tmp_path, monkeypatch):
     from tilec.tune.measure import Measurer
     monkeypatch.setattr(Measurer, "measure", lambda self, config: {"K=24,M=16,N=20": "soon"})
     s, args = tune_case.make()
-    with pytest.raises(tc.ArgumentError, match=r"no config completed; reasons: \[\"its worker returned no time "
+    with pytest.raises(tc.ArgumentError, match=r"no config completed in study tilec-[0-9a-f]{16}; reasons: \[\"its worker returned no time "
                                                r"for every shape: \{'K=24,M=16,N=20': 'soon'\}\"\]"):
         tc.tune(s, tune_case.MIX, trials=1, args=args, reference=tune_case.reference, jobs=1,
                 storage=f"sqlite:///{tmp_path / 't.db'}")

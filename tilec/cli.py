@@ -125,10 +125,14 @@ def open_storage(storage: str):
     return make_storage(storage, create=False)
 
 
-def load_study(name: str, storage: str):
+def load_study(name: str, storage: str, untuned: str | None = None):
+    """The study `name` in `storage`; `untuned` is what to say where a study tilec named is missing (the
+    file was not tuned for this mix there)."""
     import optuna
     store = open_storage(storage)
     if store is None:
+        if untuned:
+            raise UserError(f"{untuned} (no study {name}: {storage} does not exist)")
         raise UserError(f"no study named {name} in {storage} (the file does not exist)")
     try:
         names = optuna.get_all_study_names(storage=store)
@@ -136,6 +140,8 @@ def load_study(name: str, storage: str):
         raise UserError(f"cannot open storage {storage}: {type(e).__name__}: {str(e).splitlines()[0]}") from e
     if name not in names:
         have = ", ".join(names[:10]) + (", ..." if len(names) > 10 else "") if names else "none"
+        if untuned:
+            raise UserError(f"{untuned} (no study {name} in {storage}; its studies: {have})")
         raise UserError(f"no study named {name} in {storage} (its studies: {have})")
     return optuna.load_study(study_name=name, storage=store)
 
@@ -217,7 +223,12 @@ def cmd_show(a) -> int:
         name = study_key(s, mix, args)
     elif file and mix is not None and study_key(s, mix, args) != name:
         print(f"note: {file} with this mix would be tuned in study {study_key(s, mix, args)}, not {name}")
-    study = load_study(name, storage)
+    untuned = None
+    if a.study is None:  # the name is tilec's, from the file and the mix: say what to run instead
+        fixed = f' --fixed "{a.fixed}"' if a.fixed else ""
+        untuned = (f"{file} has not been tuned for this mix in this storage; tune it first: tilec tune {file} "
+                   f'--mix "{a.mix}"{fixed} --storage {storage}')
+    study = load_study(name, storage, untuned)
     rows = trial_rows(study)
     print(f"study:   {name}\nstorage: {storage}")
     secs = study.user_attrs.get("tuning_seconds")
@@ -257,7 +268,7 @@ def _list_studies(storage: str) -> int:
     for su in summaries:
         best = fmt_time(su.best_trial.value) if su.best_trial else "-"
         print(f"  {su.study_name}  {su.n_trials} trials  best {best}")
-    print("show one: tilec show --storage URL --study NAME")
+    print(f"show one: tilec show --storage {storage} --study NAME")
     return 0
 
 

@@ -570,15 +570,18 @@ class Oracle:
             pick = torch.where((x >= y) == (op == "max"), ex, ey)
             return V(v, torch.where(apart, pick, torch.maximum(ex, ey)), unc, "f", weak)
         if op in ("//", "%"):
+            # torch's own (fmod-based) floor division and remainder: exact for exact operands, whatever
+            # the rounding of x / y (1.0 // 0.1 is 9, though 1.0 / 0.1 rounds to 10), infinite divisors too
             q = x / y
-            fq = torch.floor(q)
+            fq = torch.div(x, y, rounding_mode="floor")
             near = (q - torch.round(q)).abs() <= 4 * U32 * q.abs() + (ex + ey) * 4 / y.abs().clamp_min(1e-30) + TINY
-            near = near & ~(exact & (q == torch.round(q)))  # exact operands, an integer quotient: exact
-            unc = unc | (y == 0) | (near & torch.isfinite(q))
+            near = near & ~exact  # operands with errors near a whole quotient: either side of it
+            big = exact & (fq.abs() >= 2**24)  # past float32's whole numbers the kernel's quotient rounds
+            unc = unc | (y == 0) | (near & torch.isfinite(q)) | big
             if op == "//":
                 return V(fq, ZERO, unc, "f", weak)
-            v = x - y * fq
-            return fop(v, ex + xm(ey, fq), unc, u=4 * U32)
+            v = torch.remainder(x, y)
+            return fop(v, ex + xm(ey, fq), unc, u=4 * U32, exact=exact)
         raise NotImplementedError(f"binary {op} on floats")
 
 

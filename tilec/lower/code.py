@@ -7,8 +7,8 @@ strings, so that what differs between the forms of one kernel is decided when it
 
 Nodes: `Name` (a variable), `Lit` (a Python literal or a Triton constant), `LoopIndex` (a loop
 counter), `Fmt` (an operator written as a format template over its operands), `Paren` (its operand
-parenthesized unless atomic), `Tensor0d` (a Python number as a 0-d tensor, so `.to()` applies) and
-`Tanh`. `render(e, form)` gives the text.
+parenthesized unless atomic), `Tensor0d` (a Python number as a 0-d tensor, so `.to()` applies),
+`Tanh` and `Fmod`. `render(e, form)` gives the text.
 """
 
 from __future__ import annotations
@@ -91,6 +91,15 @@ class Tanh(Ex):
     e: str
 
 
+@dataclass(frozen=True)
+class Fmod(Ex):
+    """C's fmod(a, b) of floats, exact (the start of float `//` and `%`): libdevice on the GPU, Triton's
+    `%` in the interpreter (numpy's fmod there; on the GPU Triton's `%` is inexact: targets.py)."""
+
+    a: Ex
+    b: Ex
+
+
 def f(template: str, *args) -> Fmt:
     """Fmt with operands given positionally: f("{} * {}", a, b)."""
     return Fmt(template, tuple(args))
@@ -111,6 +120,8 @@ def render(e: Ex, form: Form = CUDA) -> str:
         return tensor0d(render(e.x, form), e.dtype)
     if isinstance(e, Tanh):
         return targets.tanh(render(e.x, form), e.e, form.target)
+    if isinstance(e, Fmod):
+        return targets.fmod(render(e.a, form), render(e.b, form), form.target)
     raise TypeError(f"not an expression of the kernel IR: {e!r}")
 
 
@@ -122,6 +133,9 @@ def walk(e: Ex):
             yield from walk(a)
     elif isinstance(e, (Paren, Tensor0d, Tanh)):
         yield from walk(e.x)
+    elif isinstance(e, Fmod):
+        yield from walk(e.a)
+        yield from walk(e.b)
 
 
 def paren(code: str) -> str:

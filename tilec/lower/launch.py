@@ -114,7 +114,8 @@ def launch_source(program, inputs: list[Tensor], outputs: list[Tensor],
     ret = ", ".join(out_names) if out_names else "None"
     lines.append(f"def launch({sig}):")
     doc = (f"{ret} = launch({', '.join(in_names)}): the kernels of this file in order "
-           f"({', '.join(k.name for k in program.kernels)}); outputs may be given by name (out=)")
+           f"({', '.join(k.name for k in program.kernels)}); outputs may be passed by keyword, else they are "
+           f"allocated")
     lines.append(f'    """{doc}."""')
     lines.append(f"    _device = {in_names[0]}.device" if in_names else
                  "    _device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')")

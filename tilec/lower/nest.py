@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from tilec.ir import dtypes
 from tilec.lower import targets
-from tilec.lower.code import CUDA, Ex, Form, Tanh, paren, render, walk
+from tilec.lower.code import CUDA, Ex, Fmod, Form, Tanh, paren, render, walk
 
 # Module-level functions a kernel may call, written once before the kernels: tl.reduce's combine functions
 # for a max or min that keeps NaN as torch's amax/amin do (tl.max and tl.min drop it; max.NaN on the GPU).
@@ -270,8 +270,8 @@ def expressions(body):
 
 
 def uses_libdevice(kernel: KernelIR, form: Form) -> bool:
-    """Whether the kernel in this form calls libdevice (tanh on the GPU)."""
-    return form.target == "cuda" and any(isinstance(e, Tanh) for e in expressions(kernel.body))
+    """Whether the kernel in this form calls libdevice (tanh and fmod on the GPU)."""
+    return form.target == "cuda" and any(isinstance(e, (Tanh, Fmod)) for e in expressions(kernel.body))
 
 
 def render_triton(kernel: KernelIR, form: Form = CUDA) -> str:

@@ -20,7 +20,7 @@ import dataclasses
 import re
 
 from tilec.errors import LoweringError
-from tilec.lower.code import Ex, Fmt, LoopIndex, Name, Paren, Tanh, Tensor0d
+from tilec.lower.code import Ex, Fmod, Fmt, LoopIndex, Name, Paren, Tanh, Tensor0d
 from tilec.lower.nest import (
     AccInit,
     Assign,
@@ -77,6 +77,8 @@ def _sub_ex(e, ren: dict):
         return Tensor0d(_sub_ex(e.x, ren), e.dtype)
     if isinstance(e, Tanh):
         return Tanh(_sub_ex(e.x, ren), ren.get(e.e, e.e))
+    if isinstance(e, Fmod):
+        return Fmod(_sub_ex(e.a, ren), _sub_ex(e.b, ren))
     if isinstance(e, LoopIndex):
         return LoopIndex(ren.get(e.var, e.var))
     return e  # Lit: text, which no renaming reaches (statement text is checked for old names instead)

@@ -4,7 +4,10 @@
 - "interpreter": Triton's CPU interpreter (TRITON_INTERPRET=1), which (Triton 3.6 and 3.9)
   * computes `tl.dot` on bfloat16 operands wrongly: bf16 operands are widened to float32 there
     (the products of bf16 values are exact in float32, so the result is the same up to summation order);
-  * has no libdevice (`extern_elementwise`): tanh is written with tl.exp there.
+  * has no libdevice (`extern_elementwise`): tanh is written with tl.exp there, and C's fmod (the exact
+    remainder that float `//` and `%` start from) is Triton's float `%`, which the interpreter computes
+    with numpy's fmod, exactly; on the GPU Triton's float `%` is LLVM's frem, which NVPTX expands to
+    x - y * trunc(x / y), inexact, so the GPU form calls libdevice's fmod.
 Golden tests pin the "cuda" form; `tests/test_golden.py` checks that the forms differ only here.
 """
 
@@ -40,3 +43,11 @@ def tanh(x: str, e: str, target: str) -> str:
 def tanh_exp(e: str, x: str, target: str) -> str | None:
     """The statement computing `e` = tl.exp(-2|x|) for the interpreter's tanh; none on the GPU."""
     return None if target == "cuda" else f"{e} = tl.exp(-2.0 * tl.abs({x}))"
+
+
+def fmod(a: str, b: str, target: str) -> str:
+    """Triton text of C's fmod(a, b) (the remainder of a / b truncated, exact), `a` a tensor (not a Python
+    number: `%` of two Python floats would be Python's own)."""
+    if target == "cuda":
+        return f"libdevice.fmod({a}, {b})"
+    return f"{a} % {b}"

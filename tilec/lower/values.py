@@ -32,7 +32,7 @@ from tilec.ir.expr import (
     walk,
 )
 from tilec.ir.knob import Knob
-from tilec.lower.code import Ex, Lit, Name, Paren, Tanh, Tensor0d, f
+from tilec.lower.code import Ex, Fmod, Lit, Name, Paren, Tanh, Tensor0d, f
 from tilec.lower.nest import Assign, TanhExp
 from tilec.lower.nest import Load as LoadTile
 from tilec.schedule.schedule import Stage
@@ -228,13 +228,15 @@ class ValueEmitter:
     def floor_divmod(self, op: str, a: Val, b: Val) -> Val:
         """Python/torch `//` and `%` (rounding toward minus infinity); Triton's integer ops truncate."""
         dtype = dtypes.promote(a.dtype, b.dtype)
+        if dtypes.is_float(dtype):  # both operands tensors of one type: fmod of two Python numbers would be
+            dtype = dtypes.compute_dtype(dtype)  # Python's, and libdevice's fmod takes two of float32 or float64
+            a, b = (self.as_tensor_of(v, dtype) for v in (a, b))
         if not _is_name(a.code):
             a = Val(self.emit_stmt("n", a.code), a.dims, a.dtype)
         if not _is_name(b.code) and not b.code.text().lstrip("-").replace(".", "").isdigit():
             b = Val(self.emit_stmt("d", b.code), b.dims, b.dtype)
         if dtypes.is_float(dtype):
-            q = self.combine("tl.floor({} / {})", [a, b], dtype)
-            return q if op == "//" else self.combine("{} - {} * {}", [a, b, q], dtype)
+            return self.float_floor_divmod(op, a, b, dtype)
         r = self.combine("{} % {}", [a, b], dtype)
         r = Val(self.emit_stmt("r", r.code), r.dims, dtype)
         fix = self.combine("({} != 0) & (({} < 0) != ({} < 0))", [r, r, b], "bool")
@@ -242,6 +244,36 @@ class ValueEmitter:
         if op == "%":
             return self.combine("tl.where({}, {} + {}, {})", [fixed, r, b, r], dtype)
         return self.combine("tl.where({}, {} // {} - 1, {} // {})", [fixed, a, b, a, b], dtype)
+
+    @staticmethod
+    def as_tensor_of(v: Val, dtype: str) -> Val:
+        """`v` as a Triton tensor of `dtype`: a Python number becomes a 0-d tensor, another type is converted."""
+        tn = dtypes.triton_name(dtype)
+        if isinstance(v.code, Lit):
+            return Val(f("tl.full((), {}, " + tn + ")", v.code), v.dims, dtype)
+        if v.dtype != dtype:
+            return Val(f("{}.to(" + tn + ")", Paren(v.code)), v.dims, dtype)
+        return v
+
+    def float_floor_divmod(self, op: str, a: Val, b: Val, dtype: str) -> Val:
+        """Float `//` and `%` as torch computes them (c10's div_floor_floating and remainder): from C's fmod,
+        which is exact, not from floor(a / b), which is a quotient off by one wherever a / b rounds up to a
+        whole number (1.0 // 0.1 is 9.0, not 10.0). The remainder takes the divisor's sign; the quotient
+        (a - r) / b, less one where that sign was fixed, is rounded to the nearest whole number (the division
+        may round), its zero signed as a / b, and a zero divisor gives a / b (an infinity or NaN)."""
+        dims = self._order({*a.dims, *b.dims})
+        r = Val(self.emit_stmt("r", Fmod(self.expand(a, dims), self.expand(b, dims))), dims, dtype)
+        fix = self.combine("({} != 0) & (({} < 0) != ({} < 0))", [r, r, b], "bool")
+        fixed = Val(self.emit_stmt("fix", fix.code), fix.dims, "bool")
+        if op == "%":
+            return self.combine("tl.where({}, {} + {}, {})", [fixed, r, b, r], dtype)
+        q = self.combine("({} - {}) / {}", [a, r, b], dtype)
+        q = Val(self.emit_stmt("q", self.combine("tl.where({}, {} - 1.0, {})", [fixed, q, q], dtype).code),
+                dims, dtype)
+        fq = Val(self.emit_stmt("fq", f("tl.floor({})", q.code)), dims, dtype)
+        whole = self.combine("tl.where({} - {} > 0.5, {} + 1.0, {})", [q, fq, fq, fq], dtype)
+        signed = self.combine("tl.where({} == 0, ({} / {}) * 0.0, {})", [q, a, b, whole], dtype)
+        return self.combine("tl.where({} == 0, {} / {}, {})", [b, a, b, signed], dtype)
 
     def dims_of(self, e: Expr, st: Stage) -> set[str]:
         """The tile dims an expression varies over (without emitting it)."""

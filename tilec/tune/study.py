@@ -877,7 +877,15 @@ def _choose(sched, args, mix, study, calls, tuning_s, knobs) -> Tuned:
     if not table:
         reasons = {r for t in study.trials for r in (t.user_attrs.get("failure"), t.user_attrs.get("pruned"))
                    if isinstance(r, str)}
-        raise ArgumentError(f"tune: no config completed; reasons: {sorted(reasons)[:5]}")
+        wrong = [t for t in study.trials if str(t.user_attrs.get("failure", "")).startswith("wrong answer")]
+        hint = ""
+        if wrong and len(wrong) == sum(1 for t in study.trials if "failure" in t.user_attrs):
+            hint = (f"; every config that ran gave a wrong answer ({len(wrong)}), which points at the reference "
+                    f"more than at the kernels: check it (it gets the inputs in args order and returns the "
+                    f"outputs)")
+        raise ArgumentError(f"tune: no config completed in study {study.study_name}; reasons: {sorted(reasons)[:5]}"
+                            f"{hint}. The study keeps its trials and its name does not depend on the reference: "
+                            f"after changing the reference, tune under a new study name (study_name= or --study)")
     # the price of one more kernel in a plan: lowering plus Triton's compile (at the first call),
     # measured on a specialization, which is what the per-shape and bucket plans build
     shape = mix.shapes[0]
