@@ -12,10 +12,10 @@ import tilec as tc
 
 # Relative error bounds ||out - ref|| / ||ref|| per output dtype (see the project's GPU notes).
 TOLERANCE = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1e-2, "float8_e4m3fn": 5e-2}
-# Triton's CPU interpreter rounds float32 -> float8 wrongly where rounding carries into the next power
-# of two (31.4 -> 16, not 32), and it truncates float32 -> bf16/fp8 instead of rounding to nearest:
-# results in those types are looser there. The GPU run is held to TOLERANCE.
-INTERPRETER_TOLERANCE = {**TOLERANCE, "bfloat16": 2e-2, "float8_e4m3fn": 1.5e-1}
+# Triton's CPU interpreter rounds float32 -> bf16 toward zero and float32 -> float8 wrongly (ties, subnormals,
+# overflow); tilec makes those conversions torch's in its own process (tilec/runtime/triton_compat.py),
+# so the interpreter's results are held to the same bounds as the GPU's.
+INTERPRETER_TOLERANCE = dict(TOLERANCE)
 
 
 def device() -> str:

@@ -552,3 +552,29 @@ def test_float_floor_division_and_remainder_are_torchs_where_the_quotient_rounds
     h = torch.tensor([[1.0, 2.0, 0.5, 3.0, -1.0, 0.3]], dtype=torch.float16)
     got = tc.build(tc.create_schedule(Qh), [H, Qh])(h)
     assert got.tolist() == (h.float() // 0.1).half().tolist() == [[9.0, 19.0, 4.0, 29.0, -10.0, 3.0]]
+
+
+def test_float32_to_bfloat16_and_float8_round_as_torch_does_in_the_interpreter_too():
+    """Triton's interpreter rounded float32 -> float8_e4m3fn wrongly at ties (100 -> 104, torch 96), for
+    subnormals (0.001 -> 0), past the largest value (500 -> 256, torch saturates at 448) and near powers of
+    two (31.4 -> 16), and float32 -> bfloat16 toward zero: every fp8 output of a CPU run was silently off by
+    up to 2x (found by a newcomer's walk-through). Conversions are torch's there now; on the GPU they are
+    the hardware's round to nearest even (checked there by the examples' fp8 tests)."""
+    (N,) = tc.size_vars("N")
+    X = tc.placeholder((N,), "float32", name="X")
+    Q = tc.compute((N,), lambda i: X[i] * 1.0, name="Q", dtype="float8_e4m3fn")
+    E = tc.compute((N,), lambda i: X[i] * 1.0, name="E", dtype="float8_e5m2")
+    B = tc.compute((N,), lambda i: X[i] * 1.0, name="B", dtype="bfloat16")
+    C = tc.compute((N,), lambda i: X[i].astype("float8_e4m3fn").astype("float32") * 2.0, name="C")
+    inf, nan = float("inf"), float("nan")
+    x = torch.tensor([100.0, 200.0, 400.0, 500.0, 1000.0, -500.0, 0.001, 31.4, 0.3, -0.0, 1e-9, 3.0e4, 7e4, inf,
+                      -inf, nan, 1.0 + 2.0 ** -8, 1.0 + 3 * 2.0 ** -9])
+    x = torch.cat([x, torch.randn(200) * 30, torch.randn(60) * 1e-3])
+    for T in (Q, E, B):
+        got = tc.build(tc.create_schedule(T), [X, T])(x)
+        want = x.to(got.dtype)
+        assert torch.equal(got.view(torch.uint8 if got.element_size() == 1 else torch.int16)[~x.isnan()],
+                           want.view(torch.uint8 if want.element_size() == 1 else torch.int16)[~x.isnan()]), T.name
+        assert got.float()[x.isnan()].isnan().all()
+    got = tc.build(tc.create_schedule(C), [X, C])(x)
+    torch.testing.assert_close(got, x.to(torch.float8_e4m3fn).float() * 2.0, rtol=0, atol=0, equal_nan=True)

@@ -51,7 +51,9 @@ def logs() -> set[str]:
 
 _INTERPRETER_PRELUDE = (
     "# Triton's interpreter form (made on a machine without a GPU): run it as it is, or with\n"
-    "# TRITON_INTERPRET=1; the GPU form comes from `tilec lower FILE --target cuda`\n"
+    "# TRITON_INTERPRET=1; the GPU form comes from `tilec lower FILE --target cuda`. Run on its own, it\n"
+    "# gets Triton's interpreter's float32 -> bfloat16/float8 conversions, which do not round to nearest\n"
+    "# as the GPU does (tilec's own runs replace them: tilec/runtime/triton_compat.py)\n"
     "import os\n\nos.environ.setdefault(\"TRITON_INTERPRET\", \"1\")\n"
 )
 

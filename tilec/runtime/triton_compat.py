@@ -2,9 +2,11 @@
 
 - With no CUDA device, kernels run through Triton's CPU interpreter; `TRITON_INTERPRET=1` must be set
   before `triton` is first imported, so this module sets it and imports Triton lazily.
-- What the emitted source does differently for the interpreter (bf16 tl.dot, tanh) lives in
-  `tilec/lower/targets.py`. The interpreter also rounds float32 -> bfloat16 toward zero and
-  float32 -> float8 wrongly near powers of two: CPU tests allow for that in those types.
+- What the emitted source does differently for the interpreter (bf16 tl.dot, tanh, fmod) lives in
+  `tilec/lower/targets.py`. What the interpreter itself gets wrong is fixed here, in tilec's process:
+  comparisons typed like their operands, and float32 -> bfloat16 / float8 conversions (truncated, or
+  rounded wrongly at ties, subnormals and overflow), which are torch's in tilec's process. A kernel
+  file run on its own (`python <file>.py` of the interpreter form) runs Triton's interpreter as it is.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ def triton():
 
     if target() == "interpreter":
         _fix_interpreter_comparisons()
+        _fix_interpreter_rounding()
     return _triton
 
 
@@ -88,6 +91,39 @@ def _fix_interpreter_comparisons() -> None:
         if name.startswith(("create_icmp", "create_fcmp")) and name[-2:] in ops:
             setattr(builder, name, compare(ops[name[-2:]]))
     builder._tilec_comparisons_fixed = True
+
+
+def _fix_interpreter_rounding() -> None:
+    """Triton 3.6's interpreter converts float32 to bfloat16 by truncation and to float8 by bit surgery that
+    rounds ties up (100 -> 104 in float8_e4m3fn, where torch and the GPU give 96), flushes subnormals
+    (0.001 -> 0) and wraps past the largest value (500 -> 256; torch saturates at 448): fp8 outputs of a
+    CPU run were off by up to 2x. Here those conversions (round to nearest even, the default on the GPU)
+    are torch's, and so is float8 -> float32 (the interpreter read float8_e4m3fn's NaN as 480); an explicit
+    round-toward-zero and every other conversion stay the interpreter's."""
+    import numpy as np
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    if getattr(interpreter, "_tilec_rounding_fixed", False):
+        return
+    original = interpreter._convert_float
+    nearest = (None, interpreter._ir.ROUNDING_MODE.RTNE)
+    to = {tl.bfloat16: (torch.bfloat16, torch.int16, np.uint16), tl.float8e4nv: (torch.float8_e4m3fn, torch.uint8, np.uint8),
+          tl.float8e5: (torch.float8_e5m2, torch.uint8, np.uint8)}
+
+    def convert(input, input_dtype, output_dtype, rounding_mode):
+        if input_dtype == tl.float32 and output_dtype in to and rounding_mode in nearest:
+            dtype, bits, raw = to[output_dtype]
+            x = torch.from_numpy(np.array(input, dtype=np.float32, copy=True))
+            return x.to(dtype).view(bits).numpy().view(raw).reshape(np.shape(input))
+        if input_dtype in (tl.float8e4nv, tl.float8e5) and output_dtype == tl.float32:  # e4m3fn's NaN was 480
+            dtype, bits, raw = to[input_dtype]
+            x = torch.from_numpy(np.array(input, copy=True).view(raw).view(np.uint8))
+            return x.view(dtype).float().numpy().view(np.uint32).reshape(np.shape(input))
+        return original(input, input_dtype, output_dtype, rounding_mode)
+
+    interpreter._convert_float = convert
+    interpreter._tilec_rounding_fixed = True
 
 
 def direct_launcher(compiled, blocks=None):
