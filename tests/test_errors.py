@@ -1477,9 +1477,16 @@ def test_out_wrong_shape_or_dtype(gemm_kernel, out, got):
 
 
 def test_outputs_passed_positionally_are_checked(gemm_kernel):
+    """A tensor after the inputs is an output: its error says so (a newcomer passing one input too many
+    read 'out Y: expected shape ...' without knowing where an output came from)."""
     kern, a, w = gemm_kernel
-    with pytest.raises(tc.ArgumentError, match=r"out Y: expected shape \(37, 29\)"):
+    with pytest.raises(tc.ArgumentError, match=r"^out Y: expected shape \(37, 29\) and dtype float32, got \(37, 30\) "
+                                               r"float32 \(the call passed 3 tensors: after the 2 input\(s\) A, W, the "
+                                               r"rest are taken as the output\(s\) Y\)$"):
         kern(a, w, torch.empty(37, 30))
+    with pytest.raises(tc.ArgumentError, match=r"^out Y: expected shape \(37, 29\) and dtype float32, got \(37, 30\) "
+                                               r"float32$"):  # out= says nothing more
+        kern(a, w, out=torch.empty(37, 30))
 
 
 def test_out_wrong_count(gemm_kernel):

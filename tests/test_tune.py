@@ -179,6 +179,21 @@ def test_failed_candidates_are_recorded_and_never_win(tmp_path):
         assert all(c["BN"] == 32 for c in o.configs.values())
 
 
+@pytest.mark.parametrize("jobs", [0, 1])
+def test_a_reference_of_the_wrong_shape_stops_tuning_with_the_shapes_named(tmp_path, jobs):
+    """A reference that returns another shape is the reference's fault, said once before anything is
+    measured (it was every candidate's 'RuntimeError: The size of tensor a (20) must match ...')."""
+    s, args = tune_case.make()
+    with pytest.raises(tc.ArgumentError, match=r"the reference returned shape \(16, 3\) for C at K=24,M=16,N=20, "
+                                               r"whose shape is \(16, 20\) \(outputs: C \(16, 20\)\)"):
+        tc.tune(s, tune_case.MIX, trials=2, args=args, reference=lambda a, w: (a @ w)[:, :3], jobs=jobs,
+                storage=f"sqlite:///{tmp_path / 'x.db'}")
+    with pytest.raises(tc.ArgumentError, match=r"the reference returned 2 value\(s\) \(\(16, 20\), \(16, 20\)\) at "
+                                               r"K=24,M=16,N=20; it must return the outputs, one tensor each: C \(16, 20\)"):
+        tc.tune(s, tune_case.MIX, trials=2, args=args, reference=lambda a, w: (a @ w, a @ w), jobs=jobs,
+                storage=f"sqlite:///{tmp_path / 'y.db'}")
+
+
 def test_wrong_answers_fail_the_candidate(tmp_path):
     s, args = tune_case.make()
     with pytest.raises(tc.ArgumentError, match="no config completed.*wrong answer") as err:

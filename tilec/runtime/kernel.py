@@ -372,7 +372,8 @@ class Kernel:
         if torch.compiler.is_compiling():  # torch.compile tracing this call: it cannot trace a launch
             _refuse_compile(self)
         n_in, n_out = len(self.inputs), len(self.outputs)
-        if len(tensors) == n_in + n_out and out is None:
+        positional = len(tensors) == n_in + n_out and out is None
+        if positional:
             tensors, out = tensors[:n_in], tensors[n_in:]
         if len(tensors) != n_in:
             raise ArgumentError(f"expected {n_in} input tensors ({', '.join(t.name for t in self.inputs)}), "
@@ -395,7 +396,14 @@ class Kernel:
         if call is None:  # first call with these shapes: check everything, then remember the launches
             if self.target == "cuda" and torch.cuda.is_current_stream_capturing():
                 _refuse_capture(self)
-            call = self._prepare(tensors, outs_given, descriptors)
+            try:
+                call = self._prepare(tensors, outs_given, descriptors)
+            except ArgumentError as e:
+                if positional and str(e).startswith("out"):  # say why a tensor was taken as an output
+                    raise ArgumentError(f"{e} (the call passed {n_in + n_out} tensors: after the {n_in} input(s) "
+                                        f"{', '.join(t.name for t in self.inputs)}, the rest are taken as the "
+                                        f"output(s) {', '.join(self._out_names)})") from None
+                raise
             if len(self._calls) < 256 and key is not None:
                 self._calls[key, descriptors] = call
         device, out_shapes, buffer_shapes, launches, extents, self.path = call

@@ -10,7 +10,7 @@ import time
 
 import torch
 
-from tilec.errors import TilecError
+from tilec.errors import ArgumentError, TilecError
 from tilec.ir.expr import evaluate
 from tilec.runtime import triton_compat
 from tilec.runtime.kernel import Kernel
@@ -75,8 +75,25 @@ class Measurer:
             xs = random_inputs(sched, self.inputs_of, shape, self.device, seed=n)
             refs = reference(*xs)
             refs = list(refs) if isinstance(refs, (tuple, list)) else [refs]
+            self._check_reference(shape, refs)
             self.cases.append((shape, xs, refs))
         self.tolerance = TOLERANCE if triton_compat.target() == "cuda" else INTERPRETER_TOLERANCE
+
+    def _check_reference(self, shape: dict, refs: list) -> None:
+        """The reference's outputs must be tensors of the outputs' shapes at `shape`, one per output: else
+        every candidate would fail with a message about a kernel that did nothing wrong."""
+        outputs = [t for t in self.args if not t.is_placeholder]
+        key = ",".join(f"{k}={v}" for k, v in sorted(shape.items()))
+        want = ", ".join(f"{t.name} {tuple(evaluate(e, shape) for e in t.shape)}" for t in outputs)
+        if len(refs) != len(outputs) or not all(isinstance(r, torch.Tensor) for r in refs):
+            got = ", ".join(f"{tuple(r.shape)}" if isinstance(r, torch.Tensor) else type(r).__name__ for r in refs)
+            raise ArgumentError(f"the reference returned {len(refs)} value(s) ({got}) at {key}; it must return the "
+                                f"outputs, one tensor each: {want}")
+        for t, r in zip(outputs, refs):
+            s = tuple(evaluate(e, shape) for e in t.shape)
+            if tuple(r.shape) != s:
+                raise ArgumentError(f"the reference returned shape {tuple(r.shape)} for {t.name} at {key}, whose "
+                                    f"shape is {s} (outputs: {want})")
 
     def build(self, config: dict) -> Kernel:
         try:
