@@ -146,7 +146,8 @@ def ulp(x: torch.Tensor, dtype: str) -> torch.Tensor:
 
 
 def round_float(v: V, dtype: str) -> V:
-    """The rounding point: v rounded to float `dtype` (the interpreter truncates bf16: 2 ulp there)."""
+    """The rounding point: v rounded to float `dtype`, to nearest even on the GPU and in the interpreter alike
+    (tilec replaces the interpreter's truncating float32 -> bf16 conversion: runtime/triton_compat.py)."""
     x = as_float(v)
     r = x.to(getattr(torch, dtype)).to(torch.float64)
     mant, _ = FLOATS[dtype]
@@ -154,12 +155,8 @@ def round_float(v: V, dtype: str) -> V:
     e = v.err if v.cat == "f" else ZERO
     ax = x.abs()
     unc = v.unc | (torch.isfinite(x) & (ax + e >= thr) & (ax - e < thr))
-    k = 2.0 if (dtype == "bfloat16" and interpreter()) else 1.0
-    step = k * ulp(ax + e, dtype)
-    if dtype == "bfloat16" and interpreter():
-        err = e + step
-    else:
-        err = torch.where(e == 0, ZERO, _unknown_nan(e + step))
+    step = ulp(ax + e, dtype)
+    err = torch.where(e == 0, ZERO, _unknown_nan(e + step))
     return V(r, torch.where(torch.isfinite(r), err, ZERO), unc, "f")
 
 
