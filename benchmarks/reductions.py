@@ -178,7 +178,7 @@ def attention_ref(q, k, v, causal, pairs=2):
 def slice_error(out, ref):
     """Relative error of out's first (z, h) pairs against ref; raise past the bfloat16 bound."""
     err = common.rel_error(out.flatten(0, 1)[:ref.shape[0]], ref)
-    bound = (common.TOLERANCE if out.device.type == "cuda" else common.INTERPRETER_TOLERANCE)["bfloat16"]
+    bound = common.TOLERANCE["bfloat16"]
     assert err <= bound, f"relative error {err:.3g} > {bound:g} on the first {ref.shape[0]} (z, h) pairs"
     return err
 

@@ -14,12 +14,12 @@ from tilec.errors import ArgumentError, TilecError
 from tilec.ir.expr import evaluate
 from tilec.runtime import triton_compat
 from tilec.runtime.kernel import Kernel
+from tilec.tune.mix import ShapeMix
 
-# relative error bounds ||out - ref|| / ||ref|| per output dtype (shared notes)
+# relative error bounds ||out - ref|| / ||ref|| per output dtype (shared notes); on the GPU and in Triton's
+# interpreter alike (tilec makes the interpreter's float32 -> bf16/fp8 conversions torch's: triton_compat)
 TOLERANCE = {"float64": 1e-9, "float32": 1e-4, "float16": 2e-3, "bfloat16": 1e-2,
              "float8_e4m3fn": 5e-2, "float8_e5m2": 1e-1}
-# the same in Triton's interpreter: tilec makes its float32 -> bf16/fp8 conversions torch's (triton_compat)
-INTERPRETER_TOLERANCE = dict(TOLERANCE)
 
 
 class CandidateFailure(Exception):
@@ -77,13 +77,12 @@ class Measurer:
             refs = list(refs) if isinstance(refs, (tuple, list)) else [refs]
             self._check_reference(shape, refs)
             self.cases.append((shape, xs, refs))
-        self.tolerance = TOLERANCE if triton_compat.target() == "cuda" else INTERPRETER_TOLERANCE
 
     def _check_reference(self, shape: dict, refs: list) -> None:
         """The reference's outputs must be tensors of the outputs' shapes at `shape`, one per output: else
         every candidate would fail with a message about a kernel that did nothing wrong."""
         outputs = [t for t in self.args if not t.is_placeholder]
-        key = ",".join(f"{k}={v}" for k, v in sorted(shape.items()))
+        key = ShapeMix.key(shape)
         want = ", ".join(f"{t.name} {tuple(evaluate(e, shape) for e in t.shape)}" for t in outputs)
         if len(refs) != len(outputs) or not all(isinstance(r, torch.Tensor) for r in refs):
             got = ", ".join(f"{tuple(r.shape)}" if isinstance(r, torch.Tensor) else type(r).__name__ for r in refs)
@@ -108,7 +107,7 @@ class Measurer:
         kernel = self.build(config)
         times = {}
         for shape, xs, refs in self.cases:
-            key = ",".join(f"{k}={v}" for k, v in sorted(shape.items()))
+            key = ShapeMix.key(shape)
             try:
                 outs = kernel(*xs)
             except Exception as e:  # noqa: BLE001 - compile errors, out of resources: all fail the trial
@@ -116,13 +115,13 @@ class Measurer:
             outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
             for o, r in zip(outs, refs):
                 err = rel_error(o, r.to(o.dtype) if r.dtype != o.dtype else r)
-                bound = self.tolerance.get(str(o.dtype).removeprefix("torch."), 1e-4)
+                bound = TOLERANCE.get(str(o.dtype).removeprefix("torch."), 1e-4)
                 if not err <= bound:
                     raise CandidateFailure(f"wrong answer at {key}: relative error {err:.3g} > {bound:g}")
         if before_timing is not None:
             before_timing()
         for shape, xs, _ in self.cases:
-            key = ",".join(f"{k}={v}" for k, v in sorted(shape.items()))
+            key = ShapeMix.key(shape)
             try:
                 times[key] = float(self.timer(kernel, xs))
             except CandidateFailure:
