@@ -8,8 +8,11 @@ facts they hold.
 from __future__ import annotations
 
 import doctest
+import importlib
 import inspect
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -45,14 +48,11 @@ METHODS = PRIMITIVES + ["Schedule.cache_read", "Schedule.cache_write", "Schedule
 
 
 def _obj(name: str):
-    """The object a public name (or `Class.method`) stands for; the API's callable packages
-    (`tc.lower`, `tc.tune`) by the function they call."""
+    """The object a public name (or `Class.method`) stands for."""
     owner, _, attr = name.partition(".")
     obj = getattr(tc, owner)
     if attr:
         obj = inspect.getattr_static(obj, attr)
-    if inspect.ismodule(obj):
-        obj = getattr(obj, name)
     return obj
 
 
@@ -291,3 +291,54 @@ def test_an_input_that_requires_grad_is_refused_on_every_call():
         kernel(a.requires_grad_(), w)
     with torch.no_grad():
         torch.testing.assert_close(kernel(a, w), torch.nn.functional.silu(a.detach() @ w), rtol=1e-4, atol=1e-4)
+
+
+# ---------------------------------------------------------------------------------------------
+# help() and the lazy top-level package
+
+
+@pytest.mark.parametrize("name", ["tune", "lower"])
+def test_help_opens_on_the_function(name):
+    """help(tc.tune) opens on tune's signature and docstring, not on a package (issue 23 point 5: it
+    showed the package, with the parameters under FUNCTIONS, and inspect.signature said (*args, **kwargs))."""
+    import pydoc
+
+    fn = getattr(tc, name)
+    text = pydoc.render_doc(fn, renderer=pydoc.plaintext)
+    first = text.splitlines()[0]
+    assert first.startswith(f"Python Library Documentation: function {name} in module tilec."), first
+    assert "PACKAGE CONTENTS" not in text and "FUNCTIONS" not in text
+    sig = inspect.signature(fn)
+    assert list(sig.parameters)[:2] == (["sched", "mix"] if name == "tune" else ["sched", "config"])
+    assert "Args:" in text and f"{name}(sched" in text
+
+
+def test_the_lazy_table_is_what_type_checkers_read():
+    """tilec/__init__.py resolves names from _HOMES at first use; its TYPE_CHECKING block (what IDEs
+    and type checkers read) must import the same names from the same modules, and __all__ lists them."""
+    import ast
+
+    from tilec import _HOMES
+
+    tree = ast.parse((ROOT / "tilec" / "__init__.py").read_text())
+    block = next(n for n in tree.body if isinstance(n, ast.If) and getattr(n.test, "id", "") == "TYPE_CHECKING")
+    read = {}
+    for node in block.body:
+        assert isinstance(node, ast.ImportFrom)
+        read.setdefault(node.module, set()).update(a.name for a in node.names)
+    assert read == {module: set(names) for module, names in _HOMES.items()}
+    for module, names in _HOMES.items():
+        for name in names:
+            assert name in tc.__all__
+            assert getattr(tc, name) is getattr(importlib.import_module(module), name)
+    assert set(dir(tc)) >= set(tc.__all__)
+    with pytest.raises(AttributeError, match="has no attribute 'nosuch'"):
+        tc.nosuch  # noqa: B018
+
+
+def test_import_tilec_imports_nothing_heavy():
+    """`import tilec` alone imports neither torch, Triton, optuna nor isl: names come at first use."""
+    code = ("import sys, tilec; heavy = [m for m in ('torch', 'triton', 'optuna', 'islpy', 'networkx') "
+            "if m in sys.modules]; print(heavy); tilec.ShapeMix; print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split("\n")[:2] == ["[]", "True"], out

@@ -298,6 +298,22 @@ def test_version_and_python_m_tilec(capsys):
     assert p.returncode == 2 and "required: command" in p.stderr
 
 
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["tune", "--help"], ["show", "--help"],
+                                  ["tune"], ["tune", "x.py", "--mix", "M=1:1", "--trials", "0"], ["nosuch"]])
+def test_help_version_and_argument_errors_import_nothing_heavy(argv):
+    """`tilec --help` took 1.9 s of CPU importing torch, Triton and optuna (issue 23 point 4): --help,
+    --version and argument errors import none of them (benchmarks/cli_time.py times it)."""
+    code = ("import sys\nfrom tilec.cli import main\ntry:\n    rc = main(sys.argv[1:])\nexcept SystemExit as e:\n"
+            "    rc = e.code\nheavy = sorted(m for m in ('torch', 'triton', 'optuna', 'islpy', 'networkx', 'numpy')"
+            " if m in sys.modules)\nprint('HEAVY', heavy, 'RC', rc, file=sys.stderr)\n")
+    proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True)
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("HEAVY [] RC "), proc.stderr
+    assert last.endswith("RC 0") == (argv[-1] in ("--help", "--version")), proc.stderr
+    if argv[-1] not in ("--help", "--version"):
+        assert proc.stderr.startswith("error: "), proc.stderr  # one line, as before
+
+
 def test_no_progress_bar_off_a_terminal_or_with_no_progress(tmp_path, monkeypatch):
     """Where stderr is no terminal (a log, CI), or with --no-progress, `tilec tune` shows no progress bar."""
     case = write_case(tmp_path)

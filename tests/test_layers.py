@@ -16,7 +16,7 @@ import tilec as tc
 
 ROOT = Path(__file__).resolve().parent.parent / "tilec"
 # layer of each top-level module or package of tilec; a module may import its own layer and below
-LAYER = {"errors": 0, "version": 0, "_callable": 0, "ir": 1, "schedule": 2, "poly": 3, "plan": 4, "lower": 5,
+LAYER = {"errors": 0, "version": 0, "_packages": 0, "ir": 1, "schedule": 2, "poly": 3, "plan": 4, "lower": 5,
          "runtime": 6, "tune": 7, "draw": 8, "cli": 8, "__main__": 8}  # __main__: python -m tilec, the cli; draw: its pictures
 
 
@@ -54,18 +54,29 @@ def test_every_package_imports_only_its_own_layer_and_below():
 
 
 def test_lower_and_tune_are_the_functions_and_the_packages():
-    for name in ("tilec.tune.study", "tilec.tune.storage", "tilec.lower.builder", "tilec.lower.nest"):
+    """tc.tune and tc.lower are plain functions (help(), inspect.signature and IDEs see them); their
+    packages are reached by import and through the function's attributes (tilec/_packages.py)."""
+    assert inspect.isfunction(tc.tune) and tc.tune.__module__ == "tilec.tune.study"
+    assert inspect.isfunction(tc.lower) and tc.lower.__module__ == "tilec.lower.program"
+    for name in ("tilec.tune.study", "tilec.tune.storage", "tilec.tune.report", "tilec.lower.builder",
+                 "tilec.lower.nest", "tilec.lower.launch"):
         mod = importlib.import_module(name)
         parent, child = name.rsplit(".", 1)
         got = tc
         for part in parent.split(".")[1:]:
             got = getattr(got, part)
-        assert getattr(got, child) is mod  # `import tilec.tune.study as m` and `tilec.tune.study.x` work
-    assert inspect.signature(tc.tune) == inspect.signature(tc.tune.tune)
+        assert getattr(got, child) is mod  # `tilec.tune.study.x` works
+        assert importlib.import_module(parent).__name__ == parent  # the package itself, by import
+    import tilec.lower.builder as builder
+    import tilec.tune.study as study
+    from tilec.tune import ShapeMix, storage
+    assert study.tune is tc.tune and builder.__name__ == "tilec.lower.builder"
+    assert storage.__name__ == "tilec.tune.storage" and ShapeMix is tc.ShapeMix
+    assert tc.tune.ShapeMix is tc.ShapeMix  # the package's public names too
+    assert tc.tune is importlib.import_module("tilec").tune  # importing the packages did not rebind them
     assert list(inspect.signature(tc.lower).parameters)[:2] == ["sched", "config"]
-    M, = tc.size_vars("M")
+    M, N = tc.size_vars("M N")
     X = tc.placeholder((M,), "float32", name="X")
     Y = tc.compute((M,), lambda i: X[i] * 2.0, name="Y")
     program = tc.lower(tc.create_schedule(Y))
     assert "def Y_kernel(" in program.source()
-    assert tc.tune.__call__.__doc__ == tc.tune.tune.__doc__

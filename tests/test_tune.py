@@ -459,10 +459,11 @@ def test_a_space_with_fewer_configs_than_trials_is_measured_whole_and_warns(tmp_
     s, args = tune_case.make()
     s.cache_read(args[0], "shared", readers=[s[args[2]]]).compute_at(s[args[2]], s[args[2]].leaves[2])
     with pytest.warns(FewerConfigs, match=rf"measured 4 configs, fewer than trials={trials}: the space has only 4 "
-                                          r"that can be measured \(16 in all, 12 pruned before compiling\)"):
+                                          r"that can be measured \(16 in all, 12 pruned before compiling\)") as w:
         tuned = tc.tune(s, tune_case.MIX, trials=trials, args=args, reference=tune_case.reference, jobs=0,
                         storage=f"sqlite:///{tmp_path / 'f.db'}", shared_limit=16 * 16 * 4,
                         timer=lambda kernel, inputs: 1e-6 * kernel.config["BN"])
+    assert [x.filename for x in w if x.category is FewerConfigs] == [__file__]  # points at the caller of tc.tune
     measured = [t for t in tuned.trials() if t["measured"]]
     assert {(t["config"]["BM"], t["config"]["BK"]) for t in measured} == {(16, 16)} and len(measured) == 4
     assert len(tuned.trials()) <= trials + 16                          # it stopped, and soon

@@ -16,44 +16,97 @@ example; `help(tc.Stage)` lists the primitives):
   tune       tune -> Tuned, over a ShapeMix
   errors     TilecError: ArgumentError, IllegalScheduleError, LoweringError; TuningInterrupted (a
              KeyboardInterrupt) when tc.tune is stopped
+
+Names are imported where they are first used: `import tilec` itself imports neither torch, Triton nor
+optuna (so `tilec --help` answers at once), and `tc.compute` brings in what it needs. `tc.tune` and
+`tc.lower` are the functions; the packages tilec/tune/ and tilec/lower/ are reached by importing them
+(`import tilec.tune.study`, `from tilec.lower import builder`), and `tilec.tune.study` works too
+(tilec/_packages.py).
 """
 
-# `tc.lower` and `tc.tune` are the subpackages, and calling one calls its function: tc.lower(s) is
-# tilec.lower.lower(s), and `import tilec.tune.study` reaches the module (tilec/_callable.py).
-from tilec import lower, tune
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING
+
 from tilec.errors import ArgumentError, IllegalScheduleError, LoweringError, TilecError
-from tilec.ir import (
-    Tensor,
-    abs,
-    assume,
-    compute,
-    exp,
-    log,
-    max,
-    maximum,
-    min,
-    minimum,
-    placeholder,
-    reduce_axis,
-    rsqrt,
-    sigmoid,
-    silu,
-    size_vars,
-    sqrt,
-    sum,
-    tanh,
-    where,
-)
-from tilec.plan import analyze
-from tilec.runtime import Kernel, build
-from tilec.schedule import Flag, Knob, Schedule, Stage, create_schedule, default_trace, flag, knob, replay
-from tilec.tune import FewerConfigs, ShapeMix, Tuned, TuningInterrupted
 from tilec.version import __version__
 
-__all__ = [
-    "__version__", "ArgumentError", "Flag", "IllegalScheduleError", "Kernel", "Knob", "LoweringError", "Schedule", "ShapeMix", "Stage",
-    "Tuned", "TuningInterrupted", "FewerConfigs", "tune",
-    "Tensor", "TilecError", "abs", "analyze", "assume", "build", "compute", "create_schedule", "default_trace", "exp", "flag", "knob", "log", "lower",
-    "max", "maximum", "min", "minimum", "placeholder", "reduce_axis", "replay", "rsqrt", "sigmoid", "silu",
-    "size_vars", "sqrt", "sum", "tanh", "where",
-]
+# Where each lazily imported name of the API lives: the one table `tc.NAME` is resolved from.
+_HOMES: dict[str, tuple[str, ...]] = {
+    "tilec.ir": ("Tensor", "abs", "assume", "compute", "exp", "log", "max", "maximum", "min", "minimum",
+                 "placeholder", "reduce_axis", "rsqrt", "sigmoid", "silu", "size_vars", "sqrt", "sum", "tanh",
+                 "where"),
+    "tilec.schedule": ("Flag", "Knob", "Schedule", "Stage", "create_schedule", "default_trace", "flag", "knob",
+                       "replay"),
+    "tilec.plan": ("analyze",),  # and, imported, it installs the primitives' legality check
+    "tilec.lower.program": ("lower",),
+    "tilec.runtime": ("Kernel", "build"),
+    "tilec.tune.mix": ("ShapeMix",),
+    "tilec.tune.study": ("FewerConfigs", "Tuned", "TuningInterrupted", "tune"),
+}
+_HOME = {name: module for module, names in _HOMES.items() for name in names}
+# API names that are also subpackages: the import system binds `tilec.tune = <package>` when the
+# package is imported, and that binding is skipped so that the name stays the function.
+_FUNCTIONS_OVER_PACKAGES = ("lower", "tune")
+
+__all__ = sorted(["__version__", "ArgumentError", "IllegalScheduleError", "LoweringError", "TilecError",
+                  *_HOME], key=str.lower)
+
+if TYPE_CHECKING:  # what type checkers and IDEs read; the same names as _HOMES (tests/test_api.py checks)
+    from tilec.ir import (
+        Tensor,
+        abs,
+        assume,
+        compute,
+        exp,
+        log,
+        max,
+        maximum,
+        min,
+        minimum,
+        placeholder,
+        reduce_axis,
+        rsqrt,
+        sigmoid,
+        silu,
+        size_vars,
+        sqrt,
+        sum,
+        tanh,
+        where,
+    )
+    from tilec.lower.program import lower
+    from tilec.plan import analyze
+    from tilec.runtime import Kernel, build
+    from tilec.schedule import Flag, Knob, Schedule, Stage, create_schedule, default_trace, flag, knob, replay
+    from tilec.tune.mix import ShapeMix
+    from tilec.tune.study import FewerConfigs, Tuned, TuningInterrupted, tune
+
+
+class _Tilec(types.ModuleType):
+    """The `tilec` module: the first API name used imports the whole API, as `import tilec` did before it
+    was lazy (so that, e.g., tilec.plan has installed the primitives' legality check into tilec.schedule
+    before any schedule is made), and every name is kept."""
+
+    def __getattr__(self, name: str):  # only for names not in the module yet
+        if name not in _HOME:
+            raise AttributeError(f"module 'tilec' has no attribute {name!r}")
+        for module, names in _HOMES.items():
+            home = importlib.import_module(module)
+            for each in names:
+                types.ModuleType.__setattr__(self, each, getattr(home, each))
+        return types.ModuleType.__getattribute__(self, name)
+
+    def __setattr__(self, name: str, value) -> None:
+        if name in _FUNCTIONS_OVER_PACKAGES and isinstance(value, types.ModuleType):
+            return  # the import system binding tilec/tune/ or tilec/lower/: tc.tune stays tune()
+        super().__setattr__(name, value)
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(__all__))
+
+
+sys.modules[__name__].__class__ = _Tilec

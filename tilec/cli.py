@@ -31,22 +31,11 @@ import argparse
 import os
 import sys
 
-import tilec as tc
-from tilec.errors import TilecError
-from tilec.tune.trials import (  # noqa: F401 (the library makes the table; the cli prints it)
-    best_first,
-    config_text,
-    counts_text,
-    fmt_time,
-    format_table,
-    trial_rows,
-)
-from tilec.tune.userfile import (  # noqa: F401 (cli's names too)
-    UserError,
-    load_file,
-    make_schedule,
-    use_interpreter_without_gpu,
-)
+# Only what --help, --version and argument errors need is imported here: each command imports the
+# rest (torch, Triton, optuna, isl) itself, so that `tilec --help` answers at once
+# (benchmarks/cli_time.py; tests/test_cli.py checks that nothing heavy is imported).
+from tilec.errors import TilecError, UserError
+from tilec.version import __version__
 
 MIX_HELP = ('the shapes and their call weights: "M=256:8,1536:1,2048:1" (one size varies; value:weight) '
             'or "M=256;N=64:8|M=512;N=64:1" (several sizes per shape)')
@@ -151,7 +140,10 @@ def load_study(name: str, storage: str, untuned: str | None = None):
 def cmd_tune(a) -> int:
     import warnings
 
+    import tilec as tc
     from tilec.tune.study import FewerConfigs, study_key
+    from tilec.tune.trials import counts_text, format_table, trial_rows
+    from tilec.tune.userfile import load_file, make_schedule, use_interpreter_without_gpu
     mix = parse_mix(a.mix, a.fixed)
     use_interpreter_without_gpu()
     module = load_file(a.file)
@@ -198,8 +190,11 @@ def cmd_tune(a) -> int:
 
 
 def cmd_show(a) -> int:
+    import tilec as tc
     from tilec.tune.mix import ShapeMix
     from tilec.tune.study import study_key
+    from tilec.tune.trials import best_first, config_text, counts_text, fmt_time, format_table, trial_rows
+    from tilec.tune.userfile import load_file, make_schedule, use_interpreter_without_gpu
     storage = _storage(a.storage)
     file = a.tuned or a.file
     if a.tuned and a.file:
@@ -254,6 +249,8 @@ def cmd_show(a) -> int:
 
 def _list_studies(storage: str) -> int:
     import optuna
+
+    from tilec.tune.trials import fmt_time
     store = open_storage(storage)
     if store is None:
         print(f"storage: {storage}\nno studies (the file does not exist)")
@@ -273,6 +270,9 @@ def _list_studies(storage: str) -> int:
 
 
 def cmd_lower(a) -> int:
+    import tilec as tc
+    from tilec.tune.trials import config_text
+    from tilec.tune.userfile import load_file, make_schedule
     config = parse_config(a.config)
     sizes = parse_config(a.sizes, "--sizes", "size=int pairs, e.g. M=100,N=4096")
     s, args = make_schedule(load_file(a.file), a.file)
@@ -297,7 +297,10 @@ def cmd_lower(a) -> int:
 
 
 def cmd_draw(a) -> int:
+    import tilec as tc
     from tilec.draw import draw_schedule
+    from tilec.tune.trials import config_text
+    from tilec.tune.userfile import load_file, make_schedule, use_interpreter_without_gpu
     config = parse_config(a.config)
     use_interpreter_without_gpu()
     s, args = make_schedule(load_file(a.file), a.file)
@@ -380,7 +383,7 @@ def _version_text() -> str:
         except PackageNotFoundError:
             return "not installed"
 
-    return f"tilec {tc.__version__} (triton {of('triton')}, torch {of('torch')}, Python {sys.version.split()[0]})"
+    return f"tilec {__version__} (triton {of('triton')}, torch {of('torch')}, Python {sys.version.split()[0]})"
 
 
 def main(argv=None) -> int:

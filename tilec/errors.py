@@ -6,6 +6,9 @@
   the fix in the message.
 - `ArgumentError`: a bad argument, to a primitive or at call time (also a `ValueError` and a
   `TypeError`, so code that catches those keeps working).
+
+`UserError` is the `tilec` command's: a mistake on its command line or in the file it loads. It is not
+a `TilecError`, so that the tuner never takes one for a refused candidate.
 """
 
 from __future__ import annotations
@@ -85,3 +88,8 @@ class ArgumentError(TilecError, ValueError, TypeError):
         ...     print(e)
         argument 2, 'factor' to split: expected a positive int or a tc.knob, got 0
     """
+
+
+class UserError(Exception):
+    """Something the user of the `tilec` command can fix (a bad flag, a missing file, a reference that
+    raises): printed as one `error: ...` line, exit status 2. Not a `TilecError` (see the module docstring)."""

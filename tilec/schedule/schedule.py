@@ -95,8 +95,9 @@ def checked(fn):
         sched._in_primitive = True
         try:
             result = fn(self, *args, **kwargs)
-            if _primitive_check is None:  # pragma: no cover - `import tilec` installs it
-                raise RuntimeError("no legality check installed: import tilec (tilec.plan.check) first")
+            if _primitive_check is None:  # pragma: no cover - the first tc.NAME used installs it
+                raise RuntimeError("no legality check installed: make schedules through the API (`import tilec "
+                                   "as tc; tc.create_schedule(...)`), or import tilec.plan first, which installs it")
             call = _call_text(fn.__name__, self, args)
             try:
                 analysis = _primitive_check(sched, primitive=call, stage=self if self.kind == "compute" else None)

@@ -1,10 +1,11 @@
 """Autotuning: knobs -> feasibility pruning -> cost-model seeds -> optuna study, measured in worker
-processes -> plan."""
+processes -> plan. `tc.tune` is the function `tilec.tune.study.tune`; this package's modules are
+reached through it too (tilec/_packages.py)."""
 
-from tilec._callable import make_callable
+from tilec._packages import reach_through
 from tilec.tune.mix import ShapeMix
 from tilec.tune.study import FewerConfigs, Tuned, TuningInterrupted, tune
 
 __all__ = ["FewerConfigs", "ShapeMix", "Tuned", "TuningInterrupted", "tune"]
 
-make_callable(__name__, tune)  # tc.tune(...) is tune(...); tilec.tune stays this package
+reach_through(__name__, tune)

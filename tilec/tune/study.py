@@ -789,7 +789,7 @@ def tune(sched: Schedule, mix: ShapeMix, trials: int = 64, *, args: Sequence[Ten
     measured = _measured(study)
     if measured < trials:
         warnings.warn(FewerConfigs(_shortfall(study, space, trials, measured, grid or bool(exhausted))),
-                      stacklevel=3)  # the caller of tc.tune (through tilec._callable)
+                      stacklevel=2)  # the caller of tc.tune
     if worker:
         return None
     return _choose(sched, args, mix, study, expected_calls, total_s, space.knobs)

@@ -9,12 +9,8 @@ import os
 import sys
 from pathlib import Path
 
-from tilec.errors import TilecError
+from tilec.errors import TilecError, UserError  # noqa: F401 (UserError: also this module's, as before)
 from tilec.schedule import Schedule
-
-
-class UserError(Exception):
-    """Something the user can fix: printed as one `error: ...` line, exit status 2."""
 
 
 def use_interpreter_without_gpu() -> None:
