@@ -259,7 +259,7 @@ def test_sigterm_and_sigint_fail_the_running_trial_requeue_it_and_resume(tmp_pat
         if "retry_of" in t.user_attrs:
             assert t.state == COMPLETE
     _measured_once(trials)
-    from tilec.cli import trial_rows
+    from tilec.tune.trials import trial_rows
     notes = " ".join(r["note"] for r in trial_rows(tuned.study))
     assert "interrupted (SIGTERM); queued again" in notes and "retry of #" in notes
 
