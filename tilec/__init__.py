@@ -47,12 +47,12 @@ from tilec.ir import (
 from tilec.plan import analyze
 from tilec.runtime import Kernel, build
 from tilec.schedule import Flag, Knob, Schedule, Stage, create_schedule, default_trace, flag, knob, replay
-from tilec.tune import FewerConfigs, ShapeMix, Tuned, TuningInterrupted
+from tilec.tune import FewerConfigs, ShapeMix, Tuned, TuningInterrupted, forget
 from tilec.version import __version__
 
 __all__ = [
     "__version__", "ArgumentError", "Flag", "IllegalScheduleError", "Kernel", "Knob", "LoweringError", "Schedule", "ShapeMix", "Stage",
-    "Tuned", "TuningInterrupted", "FewerConfigs", "tune",
+    "Tuned", "TuningInterrupted", "FewerConfigs", "forget", "tune",
     "Tensor", "TilecError", "abs", "analyze", "assume", "build", "compute", "create_schedule", "default_trace", "exp", "flag", "knob", "log", "lower",
     "max", "maximum", "min", "minimum", "placeholder", "reduce_axis", "replay", "rsqrt", "sigmoid", "silu",
     "size_vars", "sqrt", "sum", "tanh", "where",

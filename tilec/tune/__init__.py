@@ -3,8 +3,8 @@ processes -> plan."""
 
 from tilec._callable import make_callable
 from tilec.tune.mix import ShapeMix
-from tilec.tune.study import FewerConfigs, Tuned, TuningInterrupted, tune
+from tilec.tune.study import FewerConfigs, Forgotten, Tuned, TuningInterrupted, forget, tune
 
-__all__ = ["FewerConfigs", "ShapeMix", "Tuned", "TuningInterrupted", "tune"]
+__all__ = ["FewerConfigs", "Forgotten", "ShapeMix", "Tuned", "TuningInterrupted", "forget", "tune"]
 
 make_callable(__name__, tune)  # tc.tune(...) is tune(...); tilec.tune stays this package
