@@ -370,7 +370,7 @@ def open_for_reading(url: str):
 
 def nothing_to_read(url: str) -> str:
     """Why `open_for_reading` found nothing to read in `url`."""
-    return "it holds no studies" if check_storage(url, create=False) else "the file does not exist"
+    return "it holds no optuna tables" if check_storage(url, create=False) else "the file does not exist"
 
 
 def study_names(store) -> list[str]:
