@@ -199,9 +199,10 @@ def test_wrong_answers_fail_the_candidate(tmp_path):
     with pytest.raises(tc.ArgumentError, match="no config completed.*wrong answer") as err:
         tc.tune(s, tune_case.MIX, trials=4, args=args, reference=lambda a, w: a @ w + 1.0,
                 storage=f"sqlite:///{tmp_path / 'x.db'}")
-    # every config wrong: the reference is suspected, and a fixed reference needs a new study
+    # every config wrong: the reference is suspected, and after fixing it the study's trials are dropped
     assert "every config that ran gave a wrong answer (" in str(err.value) and "check it" in str(err.value)
-    assert str(err.value).endswith("after changing the reference, tune under a new study name (study_name= or --study)")
+    assert "after fixing the reference, drop its trials and tune again, with tilec tune FILE --fresh" in str(err.value)
+    assert f"tilec forget --storage sqlite:///{tmp_path / 'x.db'} --study tilec-" in str(err.value)
     st = optuna.load_study(study_name=optuna.get_all_study_names(f"sqlite:///{tmp_path / 'x.db'}")[0],
                            storage=f"sqlite:///{tmp_path / 'x.db'}")
     assert st.trials and all("wrong answer" in t.user_attrs.get("failure", "") for t in st.trials), [(t.state, t.user_attrs) for t in st.trials]

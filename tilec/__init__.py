@@ -13,7 +13,7 @@ example; `help(tc.Stage)` lists the primitives):
              persistent, split_k, online; s.cache_read, s.cache_write), knob, flag, replay, default_trace
   build      lower (the loop nests and Triton source), build -> Kernel (call it on torch tensors),
              analyze (isl's resource estimates)
-  tune       tune -> Tuned, over a ShapeMix
+  tune       tune -> Tuned, over a ShapeMix; forget (drop a stored study, e.g. after fixing a reference)
   errors     TilecError: ArgumentError, IllegalScheduleError, LoweringError; TuningInterrupted (a
              KeyboardInterrupt) when tc.tune is stopped
 
@@ -45,7 +45,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
     "tilec.lower.program": ("lower",),
     "tilec.runtime": ("Kernel", "build"),
     "tilec.tune.mix": ("ShapeMix",),
-    "tilec.tune.study": ("FewerConfigs", "Tuned", "TuningInterrupted", "tune"),
+    "tilec.tune.study": ("FewerConfigs", "Tuned", "TuningInterrupted", "forget", "tune"),
 }
 _HOME = {name: module for module, names in _HOMES.items() for name in names}
 # API names that are also subpackages: the import system binds `tilec.tune = <package>` when the
@@ -83,7 +83,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs read; the same names as _HOMES 
     from tilec.runtime import Kernel, build
     from tilec.schedule import Flag, Knob, Schedule, Stage, create_schedule, default_trace, flag, knob, replay
     from tilec.tune.mix import ShapeMix
-    from tilec.tune.study import FewerConfigs, Tuned, TuningInterrupted, tune
+    from tilec.tune.study import FewerConfigs, Tuned, TuningInterrupted, forget, tune
 
 
 class _Tilec(types.ModuleType):

@@ -2,9 +2,10 @@
 
     tilec tune FILE --mix "M=256:8,1536:1,2048:1" --fixed "K=4096,N=12288" [--trials 64]
                [--storage URL] [--study NAME] [--expected-calls N] [--worker] [--report out.json]
-               [--no-progress] [--jobs N] [--timeout SECONDS] [--gpus all|N|0,1]
+               [--no-progress] [--jobs N] [--timeout SECONDS] [--gpus all|N|0,1] [--fresh]
     tilec show [--storage URL] [--study NAME] [--file FILE --mix ... --fixed ...]
     tilec show --tuned FILE --mix ... [--fixed ...] [--storage URL]
+    tilec forget FILE --mix ... [--fixed ...] [--storage URL]      (or: tilec forget --study NAME)
     tilec draw FILE --png PATH [--config BM=128,BN=128]
     tilec lower FILE [--config BM=128,BN=128] [--target cuda|interpreter] [--sizes M=100,...] [--out PATH]
     tilec --version            (also: python -m tilec ...)
@@ -22,7 +23,13 @@ exit with status 2; `--traceback` shows the Python traceback instead. `tune` mea
 worker processes that rebuild the schedule from FILE where they cannot be forked (on a GPU); SIGINT
 or SIGTERM stops it cleanly (status 130 or 143), and the same command resumes the study. A reader
 that closes stdout early (`tilec lower FILE | head -3`) ends the command quietly, with status 141 as if
-killed by SIGPIPE (no traceback). What `show` reads from a study is printed as data.
+killed by SIGPIPE (no traceback). What `show` reads from a study is printed as data; `show` only looks:
+it opens a SQLite file read-only and creates nothing, not even in an empty file.
+A study's name does not depend on the reference: after fixing a wrong reference, `tune --fresh` drops
+the study's trials and tunes it again under the same name (which `show --tuned` finds), and `forget`
+drops a study (named by FILE and --mix as `tune` names it, or by --study); both say what they removed.
+A damaged study file, another program's database or a study edited by hand is one `error:` line
+that says what to do, and the file is left as it was.
 """
 
 from __future__ import annotations
@@ -106,33 +113,32 @@ def _storage(url: str | None) -> str:
 
 
 def open_storage(storage: str):
-    """The storage to read, checked first (tilec.tune.storage); None when its SQLite file does not exist
-    (reading creates nothing)."""
-    from tilec.tune.storage import check_storage, make_storage
-    if not check_storage(storage, create=False):
-        return None
-    return make_storage(storage, create=False)
+    """The storage to read, checked first and opened read-only (tilec.tune.storage.open_for_reading);
+    None when there is nothing to read: no file, an empty one (reading creates nothing)."""
+    from tilec.tune.storage import open_for_reading
+    return open_for_reading(storage)
 
 
 def load_study(name: str, storage: str, untuned: str | None = None):
-    """The study `name` in `storage`; `untuned` is what to say where a study tilec named is missing (the
-    file was not tuned for this mix there)."""
+    """The study `name` in `storage`, its trials read once (a damaged one is an error here); `untuned` is
+    what to say where a study tilec named is missing (the file was not tuned for this mix there)."""
     import optuna
+
+    from tilec.tune.storage import names_text, nothing_to_read, study_names, unreadable_study
     store = open_storage(storage)
     if store is None:
         if untuned:
-            raise UserError(f"{untuned} (no study {name}: {storage} does not exist)")
-        raise UserError(f"no study named {name} in {storage} (the file does not exist)")
-    try:
-        names = optuna.get_all_study_names(storage=store)
-    except Exception as e:
-        raise UserError(f"cannot open storage {storage}: {type(e).__name__}: {str(e).splitlines()[0]}") from e
+            raise UserError(f"{untuned} (no study {name}: {nothing_to_read(storage)})")
+        raise UserError(f"no study named {name} in {storage} ({nothing_to_read(storage)})")
+    names = study_names(store)
     if name not in names:
-        have = ", ".join(names[:10]) + (", ..." if len(names) > 10 else "") if names else "none"
         if untuned:
-            raise UserError(f"{untuned} (no study {name} in {storage}; its studies: {have})")
-        raise UserError(f"no study named {name} in {storage} (its studies: {have})")
-    return optuna.load_study(study_name=name, storage=store)
+            raise UserError(f"{untuned} (no study {name} in {storage}; its studies: {names_text(names)})")
+        raise UserError(f"no study named {name} in {storage} (its studies: {names_text(names)})")
+    with unreadable_study(storage, name):
+        study = optuna.load_study(study_name=name, storage=store)
+        study.get_trials(deepcopy=False)
+    return study
 
 
 # -- commands --------------------------------------------------------------------------------------
@@ -144,6 +150,9 @@ def cmd_tune(a) -> int:
     from tilec.tune.study import FewerConfigs, study_key
     from tilec.tune.trials import counts_text, format_table, trial_rows
     from tilec.tune.userfile import load_file, make_schedule, use_interpreter_without_gpu
+    if a.fresh and a.worker:
+        raise UserError("--fresh with --worker would drop the study that the other workers are filling; drop it "
+                        "once before starting them: tilec forget FILE --mix ... (or --study NAME)")
     mix = parse_mix(a.mix, a.fixed)
     use_interpreter_without_gpu()
     module = load_file(a.file)
@@ -154,6 +163,10 @@ def cmd_tune(a) -> int:
     from tilec.tune.storage import check_storage
     check_storage(storage)  # before anything is printed or started
     name = a.study or study_key(s, mix, args)
+    if a.fresh:
+        from tilec.tune.storage import drop_study
+        gone = drop_study(storage, name, missing_ok=True)
+        print(f"fresh: {gone}" if gone else f"fresh: no study {name} in {storage} yet; nothing to forget")
     print(f"tuning {a.file} for {mix}: {a.trials} configs to measure, study {name} in {storage}"
           f"{' (worker)' if a.worker else ''}")
     if reference is None:
@@ -247,24 +260,43 @@ def cmd_show(a) -> int:
     return 0
 
 
+def cmd_forget(a) -> int:
+    from tilec.tune.study import forget
+    from tilec.tune.userfile import load_file, make_schedule, use_interpreter_without_gpu
+    storage = _storage(a.storage)
+    if a.study is not None:
+        if a.file or a.mix or a.fixed:
+            raise UserError("give FILE --mix ... (the study tilec tune names for them) or --study NAME, not both")
+        print(forget(storage=storage, study_name=a.study))
+        return 0
+    if not a.file or not a.mix:
+        raise UserError("name the study to forget: FILE --mix ... [--fixed ...] as it was tuned, or --study NAME")
+    mix = parse_mix(a.mix, a.fixed)
+    use_interpreter_without_gpu()
+    s, args = make_schedule(load_file(a.file), a.file)
+    check_mix(s, mix, a.file)
+    print(forget(s, mix, args=args, storage=storage))
+    return 0
+
+
 def _list_studies(storage: str) -> int:
     import optuna
 
+    from tilec.tune.storage import nothing_to_read, study_names, unreadable_study
     from tilec.tune.trials import fmt_time
     store = open_storage(storage)
-    if store is None:
-        print(f"storage: {storage}\nno studies (the file does not exist)")
-        return 0
-    try:
-        summaries = optuna.get_all_study_summaries(storage=store)
-    except Exception as e:
-        raise UserError(f"cannot open storage {storage}: {type(e).__name__}: {str(e).splitlines()[0]}") from e
     print(f"storage: {storage}")
-    if not summaries:
+    if store is None:
+        print(f"no studies ({nothing_to_read(storage)})")
+        return 0
+    names = study_names(store)
+    if not names:
         print("no studies")
-    for su in summaries:
-        best = fmt_time(su.best_trial.value) if su.best_trial else "-"
-        print(f"  {su.study_name}  {su.n_trials} trials  best {best}")
+    for name in names:
+        with unreadable_study(storage, name):
+            trials = optuna.load_study(study_name=name, storage=store).get_trials(deepcopy=False)
+        done = [t.value for t in trials if t.state == optuna.trial.TrialState.COMPLETE and t.value is not None]
+        print(f"  {name}  {len(trials)} trials  best {fmt_time(min(done)) if done else '-'}")
     print(f"show one: tilec show --storage {storage} --study NAME")
     return 0
 
@@ -343,6 +375,9 @@ def parser() -> argparse.ArgumentParser:
                    "without a GPU, N workers on the CPU")
     t.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS",
                    help="fail a candidate whose compile, check and timing of every shape takes longer (default 300)")
+    t.add_argument("--fresh", action="store_true", help="first drop the study's trials (e.g. measured against a "
+                   "reference since fixed: its name does not depend on the reference) and tune it again under the "
+                   "same name; says what it removed")
     t.set_defaults(func=cmd_tune)
 
     s = sub.add_parser("show", help="list the trials of a stored study, best first")
@@ -353,6 +388,16 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--mix", metavar="MIX", help=MIX_HELP)
     s.add_argument("--fixed", metavar="SIZES", help=FIXED_HELP)
     s.set_defaults(func=cmd_show)
+
+    f = sub.add_parser("forget", help="drop a stored study and all its trials (e.g. measured against a wrong "
+                       "reference, or damaged); says what it removed and what remains")
+    f.add_argument("file", nargs="?", metavar="FILE", help="the Python file the study was tuned for, with its --mix "
+                   "(and --fixed)")
+    f.add_argument("--mix", metavar="MIX", help=MIX_HELP)
+    f.add_argument("--fixed", metavar="SIZES", help=FIXED_HELP)
+    f.add_argument("--storage", metavar="URL", help="optuna storage URL (default: sqlite under ~/.cache/tilec)")
+    f.add_argument("--study", metavar="NAME", help="the study's name, instead of FILE --mix")
+    f.set_defaults(func=cmd_forget)
 
     d = sub.add_parser("draw", help="draw a schedule's stage graph and loop nest into a PNG (needs matplotlib)")
     d.add_argument("file", metavar="FILE", help="Python file defining make()")

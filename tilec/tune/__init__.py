@@ -4,8 +4,8 @@ reached through it too (tilec/_packages.py)."""
 
 from tilec._packages import reach_through
 from tilec.tune.mix import ShapeMix
-from tilec.tune.study import FewerConfigs, Tuned, TuningInterrupted, tune
+from tilec.tune.study import FewerConfigs, Forgotten, Tuned, TuningInterrupted, forget, tune
 
-__all__ = ["FewerConfigs", "ShapeMix", "Tuned", "TuningInterrupted", "tune"]
+__all__ = ["FewerConfigs", "Forgotten", "ShapeMix", "Tuned", "TuningInterrupted", "forget", "tune"]
 
 reach_through(__name__, tune)

@@ -7,12 +7,28 @@ right:
 
 - a string that is not a URL, or names another kind of database, is refused;
 - SQLite: a directory, a missing directory, an in-memory database, a file that is not SQLite
-  (random bytes), a damaged one, or the database of something else (tables, none of them optuna's)
-  is refused; the file is only opened read-only to look, so it is never modified;
+  (random bytes), a damaged one (SQLite's own `PRAGMA quick_check` finds fault with it), or the
+  database of something else is refused; the file is only opened read-only to look, so it is never
+  modified;
 - PostgreSQL/MySQL: the server is reached within `CONNECT_TIMEOUT` seconds (a server that does not
-  answer is an error, not a hang of minutes), and a database holding other tables but not optuna's
-  is refused the same way. A plain `postgresql://` URL uses psycopg2 when psycopg (3, SQLAlchemy
-  2.1's default driver) is not installed.
+  answer is an error, not a hang of minutes), and the database of something else is refused the same
+  way. A plain `postgresql://` URL uses psycopg2 when psycopg (3, SQLAlchemy 2.1's default driver) is
+  not installed.
+
+"The database of something else" has tables, none of them optuna's, or a table named like one of
+optuna's (`studies`, `trials`, ...) without the columns optuna's models give it: optuna would add its
+tables next to another program's and then fail on the first query.
+
+What optuna reads back can still be damaged where SQLite sees nothing wrong (a study whose params were
+edited by hand: an index past a knob's choices, JSON that is not JSON): `unreadable_study` turns
+optuna's failure into an `ArgumentError` that names the study, the storage and the way out
+(`tilec forget`, `tilec tune --fresh`, or moving the file aside), with optuna's exception chained.
+
+`open_for_reading` opens a storage for commands that only look (`tilec show`): a SQLite file
+read-only (`mode=ro`: SQLite itself refuses every write), without creating optuna's tables, and not
+at all when there is nothing to read (no file, an empty file, a database without tables).
+`drop_study` removes one study with optuna's own `delete_study` and says what it removed and what
+remains (`tc.forget`, `tilec forget`, `tilec tune --fresh`).
 
 `make_storage` then opens an `optuna.storages.RDBStorage` with heartbeats. On SQLite every
 transaction starts with `BEGIN IMMEDIATE`: by default Python's sqlite3 reads outside transactions,
@@ -27,22 +43,25 @@ Optuna alone never fails such a trial: it stayed RUNNING for ever.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
 import optuna
+from optuna.storages._rdb import models
 
-from tilec.errors import ArgumentError
+from tilec.errors import ArgumentError, TilecError
 
 CONNECT_TIMEOUT = 10          # seconds to reach a database server
 SQLITE_BUSY_TIMEOUT = 60      # seconds a SQLite writer waits for the lock
-OPTUNA_TABLES = {"studies", "study_directions", "study_system_attributes", "study_user_attributes",
-                 "trial_heartbeats", "trial_intermediate_values", "trial_params", "trial_system_attributes",
-                 "trial_user_attributes", "trial_values", "trials", "version_info", "alembic_version"}
+# optuna's tables and the columns its models give them (alembic's table records the schema's version)
+OPTUNA_COLUMNS = {t.name: {c.name for c in t.columns} for t in models.BaseModel.metadata.sorted_tables}
+OPTUNA_TABLES = set(OPTUNA_COLUMNS) | {"alembic_version"}
 BEATLESS_LIMIT = 2 * SQLITE_BUSY_TIMEOUT  # seconds (beyond the grace period) a beatless running trial lives
 EXAMPLES = "sqlite:///path/to/tuning.db (a file) or postgresql://user:password@host:5432/db"
 
@@ -88,16 +107,48 @@ def _importable(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
-def _foreign(tables: set[str], where: str) -> None:
-    if tables and not tables & OPTUNA_TABLES:  # (some optuna tables: a storage, maybe being created)
+def _foreign(tables: dict[str, set[str]], where: str) -> None:
+    """Refuse the database of something else: `tables` (name -> its columns) has tables, none of them
+    optuna's, or one named like optuna's without the columns optuna gives it. Some of optuna's tables
+    and not all is a storage, maybe being created by another worker."""
+    fix = "tilec leaves it untouched. Give a new file or database for tuning, e.g. sqlite:///tuning.db"
+    if tables and not set(tables) & OPTUNA_TABLES:
         shown = ", ".join(sorted(tables)[:8]) + (", ..." if len(tables) > 8 else "")
         raise ArgumentError(f"{where} is the database of something else (its tables: {shown}; no optuna "
-                            f"study tables); tilec leaves it untouched. Give a new file or database for "
-                            f"tuning, e.g. sqlite:///tuning.db")
+                            f"study tables); {fix}")
+    for name, columns in sorted(tables.items()):
+        missing = OPTUNA_COLUMNS.get(name, set()) - columns
+        if missing:
+            raise ArgumentError(f"{where} is the database of something else: its table {name} has the columns "
+                                f"{', '.join(sorted(columns))}, without optuna's {', '.join(sorted(missing))}; "
+                                f"{fix} (a study file of an older optuna would be upgraded with `optuna storage "
+                                f"upgrade --storage URL`)")
 
 
-def _check_sqlite(u, create: bool) -> bool:
-    """Check a SQLite storage without writing to it; False when the file does not exist."""
+def _damaged(shown: str, p: Path, what: str) -> ArgumentError:
+    return ArgumentError(f"storage {shown}: {p} is damaged {what}; tilec leaves it untouched: move it aside "
+                         f"(mv {p} {p}.damaged) and tune into a new file, or restore it from a backup")
+
+
+def _sqlite_tables(p: Path) -> tuple[dict[str, set[str]], list[str]]:
+    """A SQLite file's tables (name -> its columns) and what `PRAGMA quick_check` says of it (["ok"]
+    when SQLite finds nothing wrong), read through a read-only connection; sqlite3.Error where SQLite
+    cannot read the file at all."""
+    con = sqlite3.connect(f"file:{quote(str(p.resolve()))}?mode=ro", uri=True, timeout=5)
+    try:
+        names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        tables = {n: {r[0] for r in con.execute("SELECT name FROM pragma_table_info(?)", (n,))} for n in names}
+        try:
+            check = [r[0] for r in con.execute("PRAGMA quick_check(3)")]
+        except sqlite3.DatabaseError as e:  # damage that stops the check itself: "database disk image is malformed"
+            check = [str(e)]
+    finally:
+        con.close()
+    return tables, check
+
+
+def _look_sqlite(u, create: bool) -> dict[str, set[str]] | None:
+    """Check a SQLite storage without writing to it; its tables, or None when the file does not exist."""
     shown = _shown(u)
     if u.database in (None, "", ":memory:") or str(u.database).startswith("file::memory:"):
         raise ArgumentError(f"storage {shown} is an in-memory database: its study would vanish when tilec "
@@ -111,7 +162,7 @@ def _check_sqlite(u, create: bool) -> bool:
         if create and not p.parent.is_dir():
             raise ArgumentError(f"storage {shown}: the directory {p.parent} does not exist; create it, or give "
                                 f"a file in an existing directory")
-        return False
+        return None
     if not p.is_file():
         raise ArgumentError(f"storage {shown} names {p}, which is not a regular file; give a SQLite file")
     with open(p, "rb") as f:
@@ -120,23 +171,21 @@ def _check_sqlite(u, create: bool) -> bool:
         raise ArgumentError(f"storage {shown}: {p} is not a SQLite database (it does not start with SQLite's "
                             f"header); tilec leaves it untouched. Give a new file name, or the file of a "
                             f"tuning study")
-    if head:
+    tables: dict[str, set[str]] = {}
+    if head:  # (an empty file is an empty database)
         try:
-            con = sqlite3.connect(f"file:{quote(str(p.resolve()))}?mode=ro", uri=True, timeout=5)
-            try:
-                tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-            finally:
-                con.close()
+            tables, check = _sqlite_tables(p)
         except sqlite3.Error as e:
-            raise ArgumentError(f"storage {shown}: {p} is damaged or not a SQLite database (sqlite: {e}); "
-                                f"tilec leaves it untouched. Give a new file name") from None
+            raise _damaged(shown, p, f"or not a SQLite database (sqlite: {e})") from None
+        if check != ["ok"]:
+            raise _damaged(shown, p, f"(SQLite's quick_check: {'; '.join(' '.join(c.split()) for c in check)[:300]})")
         _foreign(tables, f"storage {shown} ({p})")
     if create and not os.access(p, os.W_OK):
         raise ArgumentError(f"storage {shown}: {p} is not writable; give a file you can write")
-    return True
+    return tables
 
 
-def _check_server(u, shown: str) -> None:
+def _look_server(u, shown: str) -> dict[str, set[str]]:
     """Reach a PostgreSQL/MySQL server within CONNECT_TIMEOUT and look at its tables (read only)."""
     import sqlalchemy
     import sqlalchemy.exc
@@ -149,7 +198,9 @@ def _check_server(u, shown: str) -> None:
                             f"PostgreSQL: pip install psycopg2-binary (pip install -e \".[postgres]\")") from None
     try:
         with engine.connect() as c:
-            tables = set(sqlalchemy.inspect(c).get_table_names())
+            inspector = sqlalchemy.inspect(c)
+            tables = {n: {col["name"] for col in inspector.get_columns(n)} if n in OPTUNA_TABLES else set()
+                      for n in inspector.get_table_names()}
     except sqlalchemy.exc.SQLAlchemyError as e:
         reason = " ".join(str(getattr(e, "orig", None) or e).split())[:300]
         raise ArgumentError(f"cannot connect to storage {shown} within {CONNECT_TIMEOUT} s: {reason}; is the "
@@ -157,16 +208,21 @@ def _check_server(u, shown: str) -> None:
     finally:
         engine.dispose()
     _foreign(tables, f"storage {shown}")
+    return tables
+
+
+def _look(url: str, create: bool) -> dict[str, set[str]] | None:
+    """`check_storage`, returning the storage's tables (None where a SQLite file does not exist)."""
+    u = parse_url(url)
+    if u.get_backend_name() == "sqlite":
+        return _look_sqlite(u, create)
+    return _look_server(u, _shown(parse_url(url, resolve=False)))
 
 
 def check_storage(url: str, create: bool = True) -> bool:
     """Refuse a storage that is not one (see the module docstring). False when a SQLite file does not
     exist yet (it would be created)."""
-    u = parse_url(url)
-    if u.get_backend_name() == "sqlite":
-        return _check_sqlite(u, create)
-    _check_server(u, _shown(parse_url(url, resolve=False)))
-    return True
+    return _look(url, create) is not None
 
 
 def _begin_immediate(storage) -> None:
@@ -257,3 +313,132 @@ def make_storage(url: str, heartbeat: int = 2, create: bool = True):
             time.sleep(0.2 * (attempt + 1))
         except RuntimeError as e:  # optuna: the tables were written by an incompatible optuna version
             raise ArgumentError(f"storage {shown}: {' '.join(str(e).split())[:400]}") from None
+
+
+# -- reading a study, and dropping one ---------------------------------------------------------------
+
+UNREADABLE = (optuna.exceptions.StorageInternalError, LookupError, ValueError)  # what optuna raises on damaged rows
+
+
+def forget_hint(url: str, name: str) -> str:
+    """The command that drops study `name` from `url`, for messages."""
+    return f"tilec forget --storage {_shown(parse_url(url, resolve=False))} --study {name}"
+
+
+@contextlib.contextmanager
+def unreadable_study(url: str, name: str):
+    """Turn optuna's failure to read study `name` (a trial edited by hand, damage SQLite does not see)
+    into an ArgumentError naming the study, the storage and the way out; optuna's exception stays
+    chained. tilec's own errors pass through."""
+    try:
+        yield
+    except TilecError:
+        raise
+    except UNREADABLE as e:
+        shown = _shown(parse_url(url, resolve=False))
+        what = " ".join(str(e).split())[:200]
+        raise ArgumentError(f"study {name} in {shown} cannot be read: a stored trial is damaged or was edited by "
+                            f"hand ({type(e).__name__}: {what}); tilec leaves it untouched. Drop the study with "
+                            f"{forget_hint(url, name)} (or tilec tune ... --fresh, or tc.forget(storage=..., "
+                            f"study_name=...)), or move the file aside") from e
+
+
+def open_for_reading(url: str):
+    """An optuna storage for a command that only looks, or None where there is nothing to read (no file,
+    an empty file, a database without tables). Checked first (`check_storage`); a SQLite file is opened
+    read-only (`mode=ro`), and optuna's tables are never created."""
+    import sqlalchemy.exc
+    tables = _look(url, create=False)
+    if not tables:
+        return None
+    shown = _shown(parse_url(url, resolve=False))
+    u = parse_url(url)
+    if u.get_backend_name() == "sqlite":
+        ro = f"sqlite:///file:{quote(str(Path(u.database).resolve()))}?mode=ro&uri=true"
+        engine_kwargs = {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT}}
+    else:
+        ro = u.render_as_string(hide_password=False)
+        engine_kwargs = {"pool_pre_ping": True, "connect_args": {"connect_timeout": CONNECT_TIMEOUT}}
+    try:
+        return optuna.storages.RDBStorage(ro, engine_kwargs=engine_kwargs, skip_table_creation=True)
+    except RuntimeError as e:  # optuna: the tables were written by an incompatible optuna version
+        raise ArgumentError(f"storage {shown}: {' '.join(str(e).split())[:400]}") from None
+    except (sqlalchemy.exc.SQLAlchemyError, optuna.exceptions.StorageInternalError) as e:
+        raise ArgumentError(f"storage {shown} cannot be read as an optuna storage ({type(e).__name__}: "
+                            f"{' '.join(str(e).split())[:200]}); tilec leaves it untouched") from e
+
+
+def nothing_to_read(url: str) -> str:
+    """Why `open_for_reading` found nothing to read in `url`."""
+    return "it holds no optuna tables" if check_storage(url, create=False) else "the file does not exist"
+
+
+def study_names(store) -> list[str]:
+    """The names of the studies in an opened storage (None: nothing to read), in the order optuna lists them."""
+    return [] if store is None else [s.study_name for s in store.get_all_studies()]
+
+
+def names_text(names: list[str]) -> str:
+    return ", ".join(names[:10]) + (", ..." if len(names) > 10 else "") if names else "none"
+
+
+@dataclass(frozen=True)
+class Forgotten:
+    """What `tc.forget` removed: the study's name, its storage (shown without a password), how many of
+    its trials were in each state, and the names of the studies that remain in the storage. Prints as
+    one line saying all of it."""
+
+    study: str
+    storage: str
+    trials: dict[str, int]
+    remaining: tuple[str, ...]
+
+    @property
+    def n_trials(self) -> int:
+        return sum(self.trials.values())
+
+    def __str__(self) -> str:
+        n = self.n_trials
+        states = ", ".join(f"{k} {s.lower()}" for s, k in sorted(self.trials.items(), key=lambda sk: -sk[1]))
+        others = len(self.remaining)
+        left = (f"{others} other stud{'y' if others == 1 else 'ies'} ({names_text(list(self.remaining))})" if others
+                else "no other study")
+        return (f"forgot study {self.study} in {self.storage}: removed its {n} trial{'s' * (n != 1)}"
+                f"{f' ({states})' if states else ''}; the storage holds {left}")
+
+
+def drop_study(url: str, name: str, missing_ok: bool = False) -> Forgotten | None:
+    """Remove study `name` and its trials from `url` with optuna's `delete_study`; what was removed. A study
+    that is not there: None with `missing_ok`, else an ArgumentError saying so (and which studies there
+    are). Nothing is created or written where the study is not there."""
+    shown = _shown(parse_url(url, resolve=False))
+    reader = open_for_reading(url)
+    try:
+        names = study_names(reader)
+    finally:
+        if reader is not None:
+            reader.engine.dispose()
+    if name not in names:
+        if missing_ok:
+            return None
+        where = f"its studies: {names_text(names)}" if reader is not None else nothing_to_read(url)
+        raise ArgumentError(f"forget: no study {name} in {shown} ({where}); nothing was removed")
+    store = make_storage(url, create=False)
+    try:
+        study_id = store.get_study_id_from_name(name)
+        trials = _trial_states(store, study_id)
+        optuna.delete_study(study_name=name, storage=store)
+        remaining = tuple(study_names(store))
+    finally:
+        store.engine.dispose()
+    return Forgotten(name, shown, trials, remaining)
+
+
+def _trial_states(store, study_id: int) -> dict[str, int]:
+    """How many trials of the study are in each state, counted without reading the trials (which may be
+    the damage that the study is dropped for)."""
+    import sqlalchemy
+    with _scoped(store) as session:
+        rows = (session.query(models.TrialModel.state, sqlalchemy.func.count(models.TrialModel.trial_id))
+                .filter(models.TrialModel.study_id == study_id).group_by(models.TrialModel.state).all())
+    return {state.name: n for state, n in rows}

@@ -65,13 +65,21 @@ from tilec.tune.measure import CandidateFailure, random_inputs
 from tilec.tune.mix import ShapeMix
 from tilec.tune.plans import describe, options
 from tilec.tune.space import SearchSpace
-from tilec.tune.storage import check_storage, default_storage, make_storage
+from tilec.tune.storage import (
+    Forgotten,
+    check_storage,
+    default_storage,
+    drop_study,
+    forget_hint,
+    make_storage,
+    unreadable_study,
+)
 from tilec.tune.trials import REFUSED, fmt_time, measured_itself
 from tilec.tune.workers import Interrupted, Job, make_pool
 from tilec.version import __version__
 
-__all__ = ["FINISHED", "FewerConfigs", "TuningInterrupted", "Tuned", "default_storage", "make_storage", "study_key",
-           "tune"]
+__all__ = ["FINISHED", "FewerConfigs", "Forgotten", "TuningInterrupted", "Tuned", "default_storage", "forget",
+           "make_storage", "study_key", "tune"]
 
 FINISHED = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED, optuna.trial.TrialState.FAIL)
 KEY_SCHEMA = 2            # bump when what goes into study names changes
@@ -576,12 +584,14 @@ def tune(sched: Schedule, mix: ShapeMix, trials: int = 64, *, args: Sequence[Ten
 
     def open_study():
         store = make_storage(url, heartbeat)
-        try:  # exactly one process creates a study (its name is unique in the storage)
-            study = optuna.create_study(study_name=name, storage=store, sampler=sampler, direction="minimize")
-            created = True
-        except optuna.exceptions.DuplicatedStudyError:
-            study = optuna.load_study(study_name=name, storage=store, sampler=sampler)
-            created = False
+        with unreadable_study(url, name):  # a trial edited by hand: an error now, not in the middle of tuning
+            try:  # exactly one process creates a study (its name is unique in the storage)
+                study = optuna.create_study(study_name=name, storage=store, sampler=sampler, direction="minimize")
+                created = True
+            except optuna.exceptions.DuplicatedStudyError:
+                study = optuna.load_study(study_name=name, storage=store, sampler=sampler)
+                created = False
+            study.get_trials(deepcopy=False)
         _check_study(study, name, space.knobs)
         # The process that creates the study seeds it (and a coordinating process seeds an empty one).
         # Not a worker on SQLite: leave seeding to the coordinating process there.
@@ -792,7 +802,47 @@ def tune(sched: Schedule, mix: ShapeMix, trials: int = 64, *, args: Sequence[Ten
                       stacklevel=2)  # the caller of tc.tune
     if worker:
         return None
-    return _choose(sched, args, mix, study, expected_calls, total_s, space.knobs)
+    return _choose(sched, args, mix, study, expected_calls, total_s, space.knobs, url, recipe)
+
+
+def forget(sched: Schedule | None = None, mix: ShapeMix | None = None, *, args: Sequence[Tensor] | None = None,
+           storage: str | None = None, study_name: str | None = None, shared_limit: int | None = None) -> Forgotten:
+    """Drop a study and all its trials from its storage, so that the same `tc.tune` call starts it afresh,
+    under the same name (which `tilec show --tuned` finds). For a study whose trials are wrong for good:
+    measured against a wrong reference (its name does not depend on the reference), or damaged.
+
+    Args:
+        sched: the schedule of the study: with `mix`, `args` and `shared_limit` it names the study as
+            `tc.tune` does (`study_key`).
+        mix: the mix it was tuned for.
+        args: the input placeholders and output tensors, as given to `tc.tune` (default as there).
+        shared_limit: as given to `tc.tune` (default: Hopper's 232448).
+        storage: the optuna storage URL (default: SQLite in $TILEC_CACHE_DIR, as `tc.tune`).
+        study_name: the study's name, instead of `sched` and `mix`.
+
+    Returns:
+        A `Forgotten`: the study, the storage, its trials by state, and the studies that remain;
+        `str()` of it says all that in one line.
+
+    Raises:
+        ArgumentError: neither `study_name` nor `sched` and `mix` are given; the storage is not one
+            (`check_storage`); there is no such study in it (nothing is removed then, nor created).
+
+    Example:
+        >>> gone = tc.forget(s, mix, args=[A, W, Y], storage="sqlite:///tuning.db")  # doctest: +SKIP
+        >>> print(gone)  # doctest: +SKIP
+        forgot study tilec-0a1b2c3d4e5f6789 in sqlite:///tuning.db: removed its 8 trials (8 fail); the storage holds no other study
+    """
+    if study_name is None:
+        if not isinstance(sched, Schedule) or not isinstance(mix, ShapeMix):
+            raise ArgumentError(f"forget: give the schedule and the tc.ShapeMix the study was tuned for "
+                                f"(tc.forget(s, mix, args=...)), or its study_name=; got {type(sched).__name__} and "
+                                f"{type(mix).__name__}")
+        args = list(args) if args is not None else sched.placeholders + list(sched.outputs)
+        study_name = study_key(sched, mix, args, SHARED_LIMIT if shared_limit is None else shared_limit)
+    elif not isinstance(study_name, str) or not study_name:
+        raise ArgumentError(f"forget: study_name must be a non-empty string, got {study_name!r}")
+    return drop_study(storage or default_storage(), study_name)
 
 
 def _shortfall(study, space, trials: int, measured: int, exhausted: bool) -> str:
@@ -868,7 +918,7 @@ def _signals(pool):
             signal.signal(s, h)
 
 
-def _choose(sched, args, mix, study, calls, tuning_s, knobs) -> Tuned:
+def _choose(sched, args, mix, study, calls, tuning_s, knobs, url: str, recipe: str | None) -> Tuned:
     keys = [ShapeMix.key(s) for s, _ in mix]
     table = {}
     for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)):
@@ -885,7 +935,9 @@ def _choose(sched, args, mix, study, calls, tuning_s, knobs) -> Tuned:
                     f"outputs)")
         raise ArgumentError(f"tune: no config completed in study {study.study_name}; reasons: {sorted(reasons)[:5]}"
                             f"{hint}. The study keeps its trials and its name does not depend on the reference: "
-                            f"after changing the reference, tune under a new study name (study_name= or --study)")
+                            f"after fixing the reference, drop its trials and tune again, with tilec tune "
+                            f"{recipe or 'FILE'} --fresh (and the same --mix and options), or first "
+                            f"{forget_hint(url, study.study_name)} (from Python: tc.forget(s, mix, storage=...))")
     # the price of one more kernel in a plan: lowering plus Triton's compile (at the first call),
     # measured on a specialization, which is what the per-shape and bucket plans build
     shape = mix.shapes[0]
