@@ -6,6 +6,7 @@ compiler needs as much as the interpreter: its CUDA form is compiled for sm_90 h
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,73 @@ def _tiled(stage, *tiles):
     for d, o in enumerate(outer):
         s[stage].bind(o, f"program_id.{d}")
     return s
+
+
+def _warnings_of(fn):
+    """fn()'s result and every warning it raised, none filtered out (not even repeats at one place)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = fn()
+    return result, [f"{w.category.__name__}: {w.message}" for w in caught]
+
+
+def test_masked_lanes_print_no_numpy_warnings():
+    """Issue 23 point 7: at 20 x 19 in 16 x 16 tiles, the lanes past the edge load 0, and the interpreter's
+    numpy computed 0 / 0 and log(0) there, printing `RuntimeWarning: invalid value encountered in divide`
+    (and `divide by zero encountered in log`) into the user's script, for a kernel that is right."""
+    M, N = tc.size_vars("M N")
+    X = tc.placeholder((M, N), "float32", name="X")
+    D = tc.placeholder((M, N), "float32", name="D")
+    Y = tc.compute((M, N), lambda i, j: X[i, j] / D[i, j] + tc.log(D[i, j]) + tc.sqrt(X[i, j]), name="Y")
+    kernel = tc.build(_tiled(Y, 16, 16), [X, D, Y])
+    x, d = torch.rand(20, 19) + 0.1, torch.rand(20, 19) + 0.5
+    y, caught = _warnings_of(lambda: kernel(x, d))
+    assert caught == []
+    torch.testing.assert_close(y, x / d + torch.log(d) + torch.sqrt(x))
+
+
+def test_nan_a_kernel_computes_still_reaches_the_output_without_warnings():
+    """Only the warnings go: log of a negative is NaN, a max over a row with a NaN is NaN (tilec's max
+    propagates NaN as torch's does; the interpreter's numpy nanmax warned `All-NaN slice encountered` on
+    a tile of NaNs), inf / inf is NaN and 1 / 0 is inf, in the output as in torch."""
+    M, N = tc.size_vars("M N")
+    X = tc.placeholder((M, N), "float32", name="X")
+    L = tc.compute((M, N), lambda i, j: tc.log(X[i, j]) + X[i, j] / X[i, j], name="L")
+    c = tc.reduce_axis(N, name="c")
+    R = tc.compute((M,), lambda i: tc.max(X[i, c] * 2.0, axis=c), name="R")
+    s = tc.create_schedule([L, R])
+    s[R].split(c, 16)
+    kernel = tc.build(s, [X, L, R])
+    x = torch.randn(5, 19)
+    x[0, 3] = -1.0
+    x[1, :] = float("nan")
+    x[2, 4] = float("inf")
+    x[3, 5] = 0.0
+    (l, r), caught = _warnings_of(lambda: kernel(x))
+    assert caught == []
+    torch.testing.assert_close(l, torch.log(x) + x / x, equal_nan=True)
+    torch.testing.assert_close(r, (x * 2.0).amax(dim=1), equal_nan=True)
+    assert l[0, 3].isnan() and l[2, 4].isnan() and l[3, 5].isnan() and r[1].isnan()
+
+
+def test_a_user_script_in_the_interpreter_prints_nothing():
+    """Point 7 as a user meets it: a script run with Python's default warning filters (`-W default`: every
+    warning shown once per place) prints its own output and nothing else."""
+    script = (
+        "import torch\nimport tilec as tc\n"
+        "M, N = tc.size_vars('M N')\n"
+        "X = tc.placeholder((M, N), 'float32', name='X')\n"
+        "Y = tc.compute((M, N), lambda i, j: 1.0 / X[i, j] + tc.log(X[i, j]), name='Y')\n"
+        "s = tc.create_schedule(Y)\n"
+        "s[Y].split(Y.axis[1], 16)\n"
+        "x = torch.rand(3, 21) + 0.5\n"
+        "y = tc.build(s, [X, Y])(x)\n"
+        "print(torch.allclose(y, 1.0 / x + torch.log(x)))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TRITON_INTERPRET="1")
+    run = subprocess.run([sys.executable, "-W", "default", "-c", script], capture_output=True, text=True,
+                         cwd=ROOT, env=env, timeout=300)
+    assert (run.returncode, run.stdout, run.stderr) == (0, "True\n", "")
 
 
 def _fp8_gemm(a_dtype: str, b_dtype: str):
