@@ -75,7 +75,9 @@ class Assign:
 class Load:
     """`name = tl.load(address, mask=mask, other=0)`: a tile of a tensor in memory. With `desc` (a
     descriptor parameter's name) and `starts` (the tile's first index per dimension), the descriptor
-    form reads it as `name = desc.load([starts])` instead: the same tile, 0 outside the tensor."""
+    form reads it as `name = desc.load([starts])` instead: the same tile, 0 outside the tensor.
+    `other`: the 0 written for the masked-out lanes; Triton casts it to the element type, and it casts
+    no int to float8, so a float8 tile's is "0.0" (float32, which it casts like a value)."""
 
     name: str
     address: Ex
@@ -83,6 +85,7 @@ class Load:
     nest: str | None = None
     desc: str | None = None
     starts: tuple = ()
+    other: str = "0"
 
 
 @dataclass(frozen=True)
@@ -234,7 +237,7 @@ def statement(node, form: Form = CUDA) -> str | None:
     if isinstance(node, Load):
         if node.desc is not None and form.descriptors:
             return f"{node.name} = {node.desc}.load([{', '.join(r(s) for s in node.starts)}])"
-        mask = f", mask={r(node.mask)}, other=0" if node.mask is not None else ""
+        mask = f", mask={r(node.mask)}, other={node.other}" if node.mask is not None else ""
         return f"{node.name} = tl.load({r(node.address)}{mask})"
     if isinstance(node, Store):
         if node.desc is not None and form.descriptors:

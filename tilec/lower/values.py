@@ -451,7 +451,8 @@ class ValueEmitter:
         name = self.fresh(hint)
         desc, starts = self.descriptor(t, ld.indices, st, addr) if tma else (None, ())
         nest = f"{hint} = {ld!r}" + ("  (tensor descriptor)" if desc else "")
-        self.stmts.append(LoadTile(name, addr.code, mask, nest, desc, starts))
+        other = "0.0" if t.dtype.startswith("float8") else "0"  # Triton casts no int to float8 (issue 23)
+        self.stmts.append(LoadTile(name, addr.code, mask, nest, desc, starts, other))
         self.zero_outside[name] = {m.code for m in masks}  # where the load gives 0 (other=0)
         return Val(Name(name), addr.dims, t.dtype)
 

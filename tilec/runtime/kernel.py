@@ -608,7 +608,8 @@ class _Launch:
                 return
         made = {p: triton_compat.tensor_descriptor().from_tensor(buffers[t], block) for p, t, block in self.descs}
         try:
-            compiled = self.fn[self.grid](**self.static, **{p: buffers[p] for p in self.tensor_params}, **made)
+            with triton_compat.quiet_launch():  # the interpreter's numpy warnings of masked-out lanes
+                compiled = self.fn[self.grid](**self.static, **{p: buffers[p] for p in self.tensor_params}, **made)
         except triton_compat.out_of_resources() as e:
             raise _too_large(self.fn, e) from e
         if self.direct is None and self.order:

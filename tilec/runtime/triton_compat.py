@@ -7,12 +7,16 @@
   comparisons typed like their operands, and float32 -> bfloat16 / float8 conversions (truncated, or
   rounded wrongly at ties, subnormals and overflow), which are torch's in tilec's process. A kernel
   file run on its own (`python <file>.py` of the interpreter form) runs Triton's interpreter as it is.
+- The interpreter computes every lane of a tile in numpy, the lanes a mask leaves out too (0 / 0 past the
+  edge), and numpy warns there; `quiet_launch` keeps those warnings out of a tilec launch.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import warnings
 
 import torch
 
@@ -43,6 +47,25 @@ def triton():
         _fix_interpreter_comparisons()
         _fix_interpreter_rounding()
     return _triton
+
+
+@contextlib.contextmanager
+def quiet_launch():
+    """Around one launch of a tilec kernel: in the interpreter, numpy's warnings of the launch are not
+    shown (its floating-point errors, `invalid value encountered in divide` from 0 / 0 in lanes a mask
+    leaves out, `All-NaN slice encountered` from its nanmax of a tile of NaNs, which tilec's max flags
+    itself, and the interpreter's own deprecated array-to-scalar conversions). A correct kernel prints
+    nothing; the values are untouched (a NaN the kernel computes is in its output). On the GPU nothing
+    changes: numpy does not run the kernel there."""
+    if target() != "interpreter":
+        yield
+        return
+    import numpy as np
+
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "All-NaN (slice|axis) encountered", RuntimeWarning)
+        warnings.filterwarnings("ignore", "Conversion of an array with ndim > 0 to a scalar", DeprecationWarning)
+        yield
 
 
 @functools.cache

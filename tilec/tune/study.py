@@ -508,8 +508,9 @@ def tune(sched: Schedule, mix: ShapeMix, trials: int = 64, *, args: Sequence[Ten
             (default: Hopper's 232448).
         heartbeat: seconds between the heartbeats of a running trial; the trial of a process that died is
             failed after three missed beats, and its config retried.
-        progress: show a progress bar on stderr (configs measured, best time, repeats and pruned configs);
-            None (the default) shows it where stderr is a terminal.
+        progress: show a progress bar on stderr (configs measured, best time, repeats and pruned configs,
+            the time left at this run's rate; in the interpreter, once, that its times say nothing about
+            a GPU); None (the default) shows it where stderr is a terminal.
         jobs: worker processes measuring candidates (default: half the cores, at most 4); 0 measures in
             this process, unisolated.
         timeout: seconds one candidate may take to compile, check and time on every shape before it fails.
@@ -860,16 +861,25 @@ def _shortfall(study, space, trials: int, measured: int, exhausted: bool) -> str
 
 class _Progress:
     """The progress bar of `tc.tune` (tqdm, on stderr): configs measured of `trials`, the best weighted
-    time so far in microseconds, and how many trials repeated a config or were pruned."""
+    time so far in microseconds, how many trials repeated a config or were pruned, and how long the rest
+    will take at this run's rate (progress.py; in its words, not tqdm's `<remaining, rate`). In Triton's
+    interpreter it says once, first, that the times say nothing about a GPU."""
 
     def __init__(self, total: int, done: int):
         from tqdm import tqdm
+
+        from tilec.tune.progress import Estimate, interpreter_note
         self._lock = threading.Lock()
         try:  # a terminal that reports no size (some ptys: 0 x 0) would get no bar at all
             size = os.get_terminal_size(sys.stderr.fileno())
         except (OSError, ValueError, AttributeError):
             size = os.terminal_size((0, 0))
+        note = interpreter_note(triton_compat.target())
+        if note:
+            tqdm.write(note, file=sys.stderr)
+        self._estimate = Estimate(total, done)
         self._bar = tqdm(total=total, initial=min(done, total), desc="measured", unit="config", file=sys.stderr,
+                         bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]",
                          **({"dynamic_ncols": True} if size.columns > 0 and size.lines > 0 else
                             {"ncols": size.columns or 110, "nrows": size.lines or 24}))
 
@@ -885,6 +895,8 @@ class _Progress:
                 best = (t.value, t.number)
         text = f"best {fmt_time(best[0])} (#{best[1]})" if best else "best -"
         text += f", {repeats} repeat{'s' * (repeats != 1)}, {pruned} pruned"
+        left = self._estimate.text(measured)
+        text += f", {left}" if left else ""
         with self._lock:
             self._bar.n = min(measured, self._bar.total)
             self._bar.set_postfix_str(text, refresh=False)
