@@ -59,7 +59,7 @@ def test_every_error_is_a_tilec_error():
 def test_argument_error_is_value_error_and_type_error():
     assert issubclass(tc.ArgumentError, ValueError)
     assert issubclass(tc.ArgumentError, TypeError)
-    with pytest.raises(ValueError, match="not a valid identifier"):
+    with pytest.raises(ValueError, match="is a Python keyword"):
         tc.placeholder((4,), "float32", name="class")
     with pytest.raises(TypeError, match=r"expected a name \(str\)"):
         tc.placeholder((4,), "float32", name=3)
@@ -95,7 +95,10 @@ def test_name_not_an_identifier(api, bad):
 @pytest.mark.parametrize("api", list(NAMERS))
 @pytest.mark.parametrize("bad", ["class", "lambda", "None"])
 def test_name_is_a_keyword(api, bad):
-    with pytest.raises(tc.ArgumentError, match=rf"{WHAT[api]}: '{bad}' is not a valid identifier"):
+    # issue 23: the message said "not a valid identifier ... use letters, digits and '_'", which 'lambda' is made of
+    with pytest.raises(tc.ArgumentError, match=rf"^{WHAT[api]}: '{bad}' is a Python keyword, and names become "
+                                               rf"variables in the generated Triton code; pick another name, "
+                                               rf"e.g. '{bad}_'$"):
         NAMERS[api](bad)
 
 

@@ -46,7 +46,11 @@ def check_name(name: object, what: str) -> str:
     """Return `name` if it is a plain identifier that is safe to emit; otherwise raise ArgumentError."""
     if not isinstance(name, str):
         raise ArgumentError(f"{what}: expected a name (str), got {type(name).__name__} {name!r}")
-    if not name.isidentifier() or not name.isascii() or keyword.iskeyword(name):
+    if keyword.iskeyword(name):
+        raise ArgumentError(
+            f"{what}: {name!r} is a Python keyword, and names become variables in the generated Triton code; "
+            f"pick another name, e.g. {name + '_'!r}")
+    if not name.isidentifier() or not name.isascii():
         raise ArgumentError(
             f"{what}: {name!r} is not a valid identifier; names become variables in the generated "
             "Triton code, so use letters, digits and '_' (not starting with a digit), e.g. 'A' or 'k'")
