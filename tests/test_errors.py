@@ -668,10 +668,28 @@ def test_non_power_of_two_tile(factor, lo, hi):
     A, W, C, Y = gemm_silu()
     s = tc.create_schedule(Y)
     s[C].split(C.axis[0], factor)
-    with pytest.raises(tc.LoweringError, match=rf"C.ii is a tile of extent {factor} .*need a power of two and a "
-                                               rf"multiple of 16 is lowered as power-of-two sub-tiles .*: use {lo} or "
-                                               rf"{hi}"):
+    with pytest.raises(tc.LoweringError, match=rf"C.ii is a tile of extent {factor} .*need a power of two, and "
+                                               rf"{factor} is not a multiple of 16 either .*: use {lo} or {hi}"):
         tc.lower(s)
+
+
+def test_a_tile_of_100_says_what_triton_tiles_need_in_one_sentence():
+    """Issue 23: `split(col, 100)` raised a TileExtentError whose sentence was garbled ("need a power of two and
+    a multiple of 16 is lowered as ..."), and the class was neither exported from tilec nor in tilec.errors."""
+    M, N = tc.size_vars("M N")
+    X = tc.placeholder((M, N), "float32", name="X")
+    Z = tc.compute((M, N), lambda r, c: X[r, c] * 2.0, name="Z")
+    s = tc.create_schedule(Z)
+    s[Z].split(Z.axis[1], 100)
+    with pytest.raises(tc.TileExtentError) as info:
+        tc.lower(s)
+    assert str(info.value) == (
+        "Z.ci is a tile of extent 100 (from split(c, 100)), but Triton tiles (tl.arange) need a power of two, and "
+        "100 is not a multiple of 16 either (a multiple of 16 on a spatial axis of a kernel's root stage is lowered "
+        "as power-of-two sub-tiles): use 64 or 128; masks cover a size the tile does not divide")
+    assert issubclass(tc.TileExtentError, tc.LoweringError) and "TileExtentError" in tc.__all__
+    assert tc.TileExtentError.__module__ == "tilec.errors"  # where the other error classes are
+    assert (info.value.extent, info.value.stage.name, info.value.combination, info.value.root) == (100, "Z", False, True)
 
 
 @pytest.mark.parametrize("choices", [[16, 24], [24, 16]])
@@ -683,8 +701,8 @@ def test_non_power_of_two_tile_from_a_knob_is_refused_at_the_split(choices):
     s = tc.create_schedule(Y)
     with pytest.raises(tc.LoweringError, match=rf"^C.split\(C.i, BM\): tc.knob\('BM', \{choices}\) offers 24, but "
                                                r"C.ii is a tile of extent BM \(from split\(i, BM\)\), and Triton tiles "
-                                               r"\(tl.arange\) need a power of two and a multiple of 16 is lowered as "
-                                               r"power-of-two sub-tiles .*Its choice 16 can be this tile: drop 24 from "
+                                               r"\(tl.arange\) need a power of two, and 24 is not a multiple of 16 "
+                                               r"either .*\. Its choice 16 can be this tile: drop 24 from "
                                                r"the knob's choices \(or use 16 or 32\)"):
         s[C].split(C.axis[0], tc.knob("BM", choices))
     assert s.log == [] and s.knobs == {} and s[C].leaves == [*C.axis, *C.reduce_axis]
@@ -697,8 +715,8 @@ def test_a_knob_choice_that_only_sub_tiles_can_make_on_a_reduce_axis_is_refused_
     A, W, C, Y = gemm_silu()
     s = tc.create_schedule(Y)
     with pytest.raises(tc.LoweringError, match=r"C.split\(C.k, BK\): tc.knob\('BK', \[32, 48\]\) offers 48, but "
-                                               r"C.ki is a tile .*sub-tiles need a spatial axis of the kernel's root "
-                                               r"stage. Its choice 32 can be this tile"):
+                                               r"C.ki is a tile .*, and 48, a multiple of 16, is lowered as power-of-two "
+                                               r"sub-tiles only on a spatial axis of a kernel's root stage\. Its choice 32 can be this tile"):
         s[C].split(C.reduce_axis[0], tc.knob("BK", [32, 48]))
 
 
@@ -716,8 +734,8 @@ def test_a_sub_tiled_knob_choice_is_refused_where_compute_at_makes_its_stage_no_
     tc.lower(s, {"BG": 96})  # its own kernel: sub-tiles 64 + 32
     with pytest.raises(tc.LoweringError, match=r"^compute_at\(g, h.ro\): tc.knob\('BG', \[64, 96\]\) offers 96, "
                                                r"but g.ci is a tile of extent BG \(from split\(c, BG\)\) \(g is "
-                                               r"computed inside another stage's kernel\).*sub-tiles need a spatial "
-                                               r"axis of the kernel's root stage. Its choice 64 can be this tile"):
+                                               r"computed inside another stage's kernel\).*only on a spatial axis of "
+                                               r"a kernel's root stage\. Its choice 64 can be this tile"):
         s[g].compute_at(s[h], ro)
     assert s[g].attach is None
 

@@ -21,7 +21,7 @@ example; `help(tc.Stage)` lists the primitives):
 # `tc.lower` and `tc.tune` are the subpackages, and calling one calls its function: tc.lower(s) is
 # tilec.lower.lower(s), and `import tilec.tune.study` reaches the module (tilec/_callable.py).
 from tilec import lower, tune
-from tilec.errors import ArgumentError, IllegalScheduleError, LoweringError, TilecError
+from tilec.errors import ArgumentError, IllegalScheduleError, LoweringError, TilecError, TileExtentError
 from tilec.ir import (
     Tensor,
     abs,
@@ -52,7 +52,7 @@ from tilec.version import __version__
 
 __all__ = [
     "__version__", "ArgumentError", "Flag", "IllegalScheduleError", "Kernel", "Knob", "LoweringError", "Schedule", "ShapeMix", "Stage",
-    "Tuned", "TuningInterrupted", "FewerConfigs", "tune",
+    "Tuned", "TuningInterrupted", "FewerConfigs", "tune", "TileExtentError",
     "Tensor", "TilecError", "abs", "analyze", "assume", "build", "compute", "create_schedule", "default_trace", "exp", "flag", "knob", "log", "lower",
     "max", "maximum", "min", "minimum", "placeholder", "reduce_axis", "replay", "rsqrt", "sigmoid", "silu",
     "size_vars", "sqrt", "sum", "tanh", "where",

@@ -55,10 +55,11 @@ def tile_extent_problem(f: int, *, spatial: bool, root: bool) -> str | None:
     by the lowering (tilec.plan.placement.Layout) and by the primitives' check of knob choices."""
     if f > 0 and f & (f - 1) == 0:
         return None
-    if f % 16:
-        return "a multiple of 16 is lowered as power-of-two sub-tiles on a spatial axis of a kernel's root stage"
+    if f % 16:  # the reason completes "Triton tiles (tl.arange) need a power of two, and ..."
+        return (f"{f} is not a multiple of 16 either (a multiple of 16 on a spatial axis of a kernel's root stage "
+                f"is lowered as power-of-two sub-tiles)")
     if not root or not spatial:
-        return "sub-tiles need a spatial axis of the kernel's root stage"
+        return f"{f}, a multiple of 16, is lowered as power-of-two sub-tiles only on a spatial axis of a kernel's root stage"
     return None
 
 
