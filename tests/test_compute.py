@@ -161,7 +161,7 @@ def test_intermediate_buffer_between_kernels():
 
 
 def test_default_schedule_3d_and_scalar_output():
-    B = tc.size_vars("B")[0]
+    B = tc.size_vars("B")
     X = tc.placeholder((B, M, N), "float32", name="X")
     Z = tc.compute((B, M, N), lambda b, i, j: X[b, i, j] * 2.0, name="Z")
     x = torch.randn(3, 5, 70)

@@ -63,7 +63,7 @@ def test_lower_and_tune_are_the_functions_and_the_packages():
         assert getattr(got, child) is mod  # `import tilec.tune.study as m` and `tilec.tune.study.x` work
     assert inspect.signature(tc.tune) == inspect.signature(tc.tune.tune)
     assert list(inspect.signature(tc.lower).parameters)[:2] == ["sched", "config"]
-    M, = tc.size_vars("M")
+    M = tc.size_vars("M")
     X = tc.placeholder((M,), "float32", name="X")
     Y = tc.compute((M,), lambda i: X[i] * 2.0, name="Y")
     program = tc.lower(tc.create_schedule(Y))

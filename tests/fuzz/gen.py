@@ -91,7 +91,7 @@ class Case:
         lines = [f"SIZES = {self.sizes!r}"]
         sym = [n for n in self.sizes if self.symbolic.get(n)]
         if sym:
-            lines.append(f"{', '.join(sym)}{',' if len(sym) == 1 else ''} = tc.size_vars({' '.join(sym)!r})")
+            lines.append(f"{', '.join(sym)} = tc.size_vars({' '.join(sym)!r})")  # one name: the size itself
         for n in self.sizes:
             if not self.symbolic.get(n):
                 lines.append(f"{n} = SIZES[{n!r}]")

@@ -420,16 +420,20 @@ class Reduce(Expr):
 # user-facing constructors
 
 
-def size_vars(names: str | Iterable[str]) -> tuple[SizeVar, ...]:
+def size_vars(names: str | Iterable[str]) -> SizeVar | tuple[SizeVar, ...]:
     """`M, N, K = tc.size_vars("M N K")`: symbolic sizes, bound from tensor shapes at call time.
 
     One kernel serves every value of its sizes; each call reads them from the shapes of its inputs.
+
+    One name in a string gives the size itself (`M = tc.size_vars("M")`, as TVM's `te.var`); several names
+    give a tuple, in order. As in sympy's `symbols`, a trailing comma (`"M,"`) or a list or tuple of names
+    (`["M"]`) always gives a tuple, so `(M,) = tc.size_vars("M,")` unpacks.
 
     Args:
         names: the names, in one string (separated by spaces or commas) or a list; identifiers.
 
     Returns:
-        One `SizeVar` per name, in order.
+        The `SizeVar` of a string of one name; otherwise a tuple of one `SizeVar` per name, in order.
 
     Raises:
         ArgumentError: no name, a name that is no identifier (or is reserved), or names neither in a
@@ -440,7 +444,10 @@ def size_vars(names: str | Iterable[str]) -> tuple[SizeVar, ...]:
         >>> X = tc.placeholder((M, N), "float32", name="X")
         >>> X
         <placeholder X[M, N] float32>
+        >>> tc.size_vars("B"), tc.size_vars("B,")
+        (B, (B,))
     """
+    one = isinstance(names, str) and not names.rstrip().endswith(",")
     if isinstance(names, str):
         names = names.replace(",", " ").split()
     elif not isinstance(names, (list, tuple)):
@@ -448,7 +455,7 @@ def size_vars(names: str | Iterable[str]) -> tuple[SizeVar, ...]:
     out = tuple(SizeVar(n) for n in names)
     if not out:
         raise ArgumentError("size_vars: expected at least one name, e.g. tc.size_vars('M N K')")
-    return out
+    return out[0] if one and len(out) == 1 else out
 
 
 _FACT_OPS = ("<", "<=", ">", ">=", "==", "!=")
@@ -470,7 +477,7 @@ def assume(fact: Expr) -> None:
         ArgumentError: not a comparison of sizes and ints, not affine, or no sizes satisfy it.
 
     Example:
-        >>> (L,) = tc.size_vars("L")
+        >>> L = tc.size_vars("L")
         >>> tc.assume(L % 64 == 0)
         >>> L.facts
         [((L % 64) == 0)]
