@@ -109,6 +109,21 @@ def test_name_reserved_for_generated_code(api, bad):
         NAMERS[api](bad)
 
 
+def test_knob_named_num_stages_says_what_sets_the_pipeline_depth():
+    """Issue 23: the knob name `num_stages` is refused as reserved; the message says which primitive takes
+    that knob and where the reserved names are listed."""
+    with pytest.raises(tc.ArgumentError, match=r"^knob name: 'num_stages' is reserved: Triton's kernel launch takes it "
+                                               r"as a keyword .*; pipeline\(axis, stages=tc.knob\('STAGES', \[2, 3\]\)\) "
+                                               r"sets a pipeline's depth \(docs/schedule.md, section 1, lists the "
+                                               r"reserved names\); pick another name, e.g. 'num_stages_'$"):
+        tc.knob("num_stages", [2, 3])
+    with pytest.raises(tc.ArgumentError, match=r"num_warps\(tc.knob\('WARPS', \[4, 8\]\)\) sets the warps"):
+        tc.knob("num_warps", [4, 8])
+    with pytest.raises(tc.ArgumentError, match=r"'grid' is reserved: .*\(docs/schedule.md, section 1, lists the "
+                                               r"reserved names\); pick another name, e.g. 'grid_'$"):
+        tc.size_vars("grid")
+
+
 @pytest.mark.parametrize("api", list(NAMERS))
 def test_name_with_leading_underscore(api):
     with pytest.raises(tc.ArgumentError, match=r"'_x' is reserved.*names starting with '_'"):
@@ -125,6 +140,21 @@ def test_name_not_a_str(api, bad):
 def test_size_vars_in_one_string_are_each_checked():
     with pytest.raises(tc.ArgumentError, match=r"size_vars: 'tl' is reserved"):
         tc.size_vars("M tl")
+
+
+def test_size_vars_of_one_name_is_the_size():
+    """Issue 23: `M = tc.size_vars("M")` gave a 1-tuple, and the next line failed far away. One name gives the
+    size (TVM's te.var), several a tuple; a trailing comma or a list asks for a tuple (sympy's symbols)."""
+    M = tc.size_vars("M")
+    assert isinstance(M, tc.ir.expr.SizeVar) and M.name == "M"
+    X = tc.placeholder((M, 4), "float32", name="X")
+    assert str(X.shape[0]) == "M"
+    M, N = tc.size_vars("M N")
+    assert (M.name, N.name) == ("M", "N")
+    assert [v.name for v in tc.size_vars("M,")] == ["M"]
+    assert [v.name for v in tc.size_vars(" M , ")] == ["M"]
+    assert [v.name for v in tc.size_vars(["M"])] == ["M"]
+    assert [v.name for v in tc.size_vars(("M", "N"))] == ["M", "N"]
 
 
 def test_size_vars_with_no_name():
@@ -187,7 +217,7 @@ def test_shape_not_a_tuple(shape):
 
 
 def test_extent_reads_a_tensor():
-    (M,) = tc.size_vars("M")
+    M = tc.size_vars("M")
     A = tc.placeholder((M,), "int32", name="A")
     with pytest.raises(tc.ArgumentError, match=r"dimension 0: an extent may only use sizes and ints, got"):
         tc.placeholder((M + A[0],), "float32", name="X")
@@ -195,7 +225,7 @@ def test_extent_reads_a_tensor():
 
 @pytest.mark.parametrize("make", [lambda K: K / 2, lambda K: K > 2], ids=["K/2", "K>2"])
 def test_extent_of_non_integer_type(make):
-    (K,) = tc.size_vars("K")
+    K = tc.size_vars("K")
     with pytest.raises(tc.ArgumentError, match=r"dimension 0"):
         tc.placeholder((make(K),), "float32", name="X")
 
@@ -772,7 +802,7 @@ def test_lower_unknown_target():
 
 @pytest.mark.parametrize("clash", ["size", "stride", "knob", "axis"])
 def test_one_name_for_two_things_in_a_kernel(clash):
-    (K,) = tc.size_vars("K")
+    K = tc.size_vars("K")
     if clash == "size":
         T = tc.placeholder((K,), "float32", name="K")
         Z = tc.compute((K,), lambda i: T[i] + 1.0, name="Z")
@@ -1386,7 +1416,7 @@ def test_build_tensor_computed_by_another_schedule():
 
 
 def test_build_size_var_not_inferable():
-    (P,) = tc.size_vars("P")
+    P = tc.size_vars("P")
     X = tc.placeholder((P * 2,), "float32", name="X")
     Z = tc.compute((P * 2,), lambda i: X[i] + 1.0, name="Z")
     with pytest.raises(tc.ArgumentError, match=r"build: size P appears in no input's shape as a plain dimension"):
@@ -1460,7 +1490,7 @@ def test_call_inconsistent_size_var(gemm_kernel):
 
 
 def test_call_inconsistent_size_var_between_two_inputs():
-    (M,) = tc.size_vars("M")
+    M = tc.size_vars("M")
     P1 = tc.placeholder((M,), "float32", name="P1")
     P2 = tc.placeholder((M,), "float32", name="P2")
     Q = tc.compute((M,), lambda i: P1[i] + P2[i], name="Q")

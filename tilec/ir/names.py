@@ -59,10 +59,12 @@ def check_name(name: object, what: str) -> str:
             f"{what}: {name!r} is reserved for the generated code (names starting with '_' and "
             f"{', '.join(sorted(RESERVED))}); pick another name")
     if name in LAUNCH_KEYWORDS:
+        use = {"num_stages": "; pipeline(axis, stages=tc.knob('STAGES', [2, 3])) sets a pipeline's depth",
+               "num_warps": "; num_warps(tc.knob('WARPS', [4, 8])) sets the warps"}.get(name, "")
         raise ArgumentError(
             f"{what}: {name!r} is reserved: Triton's kernel launch takes it as a keyword (its own argument or "
-            f"a compile option such as num_warps), so a kernel parameter of that name would break the launch; "
-            f"pick another name, e.g. {name + '_'!r}")
+            f"a compile option such as num_warps), so a kernel parameter of that name would break the launch{use} "
+            f"(docs/schedule.md, section 1, lists the reserved names); pick another name, e.g. {name + '_'!r}")
     if name.lower() in ISL_KEYWORDS:
         raise ArgumentError(
             f"{what}: {name!r} is reserved: isl, which tilec uses to prove schedules legal, reads it as a "
