@@ -10,11 +10,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # the classes a TileExtentError carries; tilec.errors imports nothing of tilec at run time
-    from tilec.schedule.schedule import Split, Stage
-
 
 class TilecError(Exception):
     """Base class of every error tilec raises on purpose: catch it to catch them all.
@@ -84,8 +79,8 @@ class TileExtentError(LoweringError):
 
     Args:
         message: what is wrong and the extents that would lower.
-        stage: the `Stage` whose tile it is.
-        split: the split that made the tile.
+        stage: the `Stage` whose tile it is (tilec.errors, the bottom layer, imports no schedule class).
+        split: the `Split` that made the tile.
         extent: the tile's extent under the config.
         combination: True where it is refused only because another axis of the stage has sub-tiles (so
             another choice of that axis's knob could make it lower).
@@ -100,7 +95,7 @@ class TileExtentError(LoweringError):
         TileExtentError 100
     """
 
-    def __init__(self, message: str, *, stage: Stage, split: Split, extent: int, combination: bool, root: bool):
+    def __init__(self, message: str, *, stage: object, split: object, extent: int, combination: bool, root: bool):
         super().__init__(message)
         self.stage, self.split, self.extent, self.combination, self.root = stage, split, extent, combination, root
 
