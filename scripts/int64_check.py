@@ -35,7 +35,7 @@ BIG = 2**31
 
 def elementwise_1d(n, device):
     """Z = X + 1 on a 1-D int8 tensor of n elements."""
-    (N,) = tc.size_vars("N")
+    N = tc.size_vars("N")
     X = tc.placeholder((N,), "int8", name="X")
     Z = tc.compute((N,), lambda i: X[i] + 1, name="Z")
     kern = tc.build(tc.create_schedule(Z), [X, Z])
@@ -88,7 +88,7 @@ def column_sum(rows, cols, device):
 
 def expanded_input(n, device):
     """Z = X + 1 where X is one int8 expanded to n elements (stride 0: numel passes 2**31, offsets do not)."""
-    (N,) = tc.size_vars("N")
+    N = tc.size_vars("N")
     X = tc.placeholder((N,), "int8", name="X")
     Z = tc.compute((N,), lambda i: X[i] + 1, name="Z")
     kern = tc.build(tc.create_schedule(Z), [X, Z])

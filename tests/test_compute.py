@@ -161,7 +161,7 @@ def test_intermediate_buffer_between_kernels():
 
 
 def test_default_schedule_3d_and_scalar_output():
-    B = tc.size_vars("B")[0]
+    B = tc.size_vars("B")
     X = tc.placeholder((B, M, N), "float32", name="X")
     Z = tc.compute((B, M, N), lambda b, i, j: X[b, i, j] * 2.0, name="Z")
     x = torch.randn(3, 5, 70)
@@ -267,3 +267,127 @@ def test_split_of_a_fused_axis_is_masked(const):
     assert "mask_i" in k.source
     x = torch.randn(37, 50)
     assert torch.equal(k(x), x * 2)
+
+
+# --- integer bit operations (issue 23: `X[i] << 2` raised a raw TypeError naming the class Load) -------------
+
+INT_DTYPES = ["int8", "int16", "int32", "int64", "uint8"]
+
+
+def _ints(dtype: str, n: int, gen) -> torch.Tensor:
+    info = torch.iinfo(getattr(torch, dtype))
+    return torch.randint(info.min, info.max, (n,), generator=gen, dtype=torch.int64).to(getattr(torch, dtype))
+
+
+def _amounts(dtype: str, n: int, gen) -> torch.Tensor:
+    """Shift amounts: in range, negative, at and past the bit width (torch's rules, not C's)."""
+    lo = 0 if dtype == "uint8" else -70
+    return torch.randint(lo, 70, (n,), generator=gen, dtype=torch.int64).to(getattr(torch, dtype))
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES)
+@pytest.mark.parametrize("n", [1, 37, 300])
+def test_bit_operations_of_two_tensors_follow_torch(dtype, n):
+    gen = torch.Generator().manual_seed(n)
+    A = tc.placeholder((M,), dtype, name="A")
+    B = tc.placeholder((M,), dtype, name="B")
+    S = tc.placeholder((M,), dtype, name="S")
+    ops = {"shl": lambda x, y, s: x << s, "shr": lambda x, y, s: x >> s, "xor": lambda x, y, s: x ^ y,
+           "and": lambda x, y, s: x & y, "or": lambda x, y, s: x | y, "not": lambda x, y, s: ~x}
+    a, b, s = _ints(dtype, n, gen), _ints(dtype, n, gen), _amounts(dtype, n, gen)
+    if n >= 4:  # all bits set, one bit, none, and a value whose shift overflows the narrow types
+        a[:4] = torch.tensor([-1 if dtype != "uint8" else 255, 1, 0, 100]).to(a.dtype)
+    for name, op in ops.items():
+        C = tc.compute((M,), lambda i, op=op: op(A[i], B[i], S[i]), name="C")
+        assert C.dtype == dtype, (name, C.dtype)
+        got = _run(C, [A, B, S, C], [a, b, s])
+        assert torch.equal(got, op(a, b, s)), (name, dtype, got, op(a, b, s))
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES)
+def test_shifts_by_constants_and_of_constants_follow_torch(dtype):
+    """A Python int is weak (the tensor's type), and torch wraps it to that type before it shifts."""
+    gen = torch.Generator().manual_seed(7)
+    A = tc.placeholder((M,), dtype, name="A")
+    a = _ints(dtype, 45, gen)
+    small = _amounts(dtype, 45, gen) % 8
+    cases = [lambda x: x << 3, lambda x: x >> 2, lambda x: x << 0, lambda x: x >> 0, lambda x: x ^ 5,
+             lambda x: x << 70, lambda x: x >> 70, lambda x: x << -1, lambda x: x >> -3, lambda x: 3 ^ x,
+             lambda x: x & 6, lambda x: 6 | x, lambda x: x ^ True]
+    if dtype in ("int8", "int16", "uint8"):
+        cases += [lambda x: x << 257, lambda x: x >> 263]  # wrapped to the type first: 257 is 1 in int8
+    if dtype != "int64":
+        cases += [lambda x: x << 31, lambda x: x >> 31, lambda x: x << 32]
+    for fn in cases:
+        C = tc.compute((M,), lambda i, fn=fn: fn(A[i]), name="C")
+        assert torch.equal(_run(C, [A, C], [a]), fn(a)), (dtype, C.body)
+    S = tc.placeholder((M,), dtype, name="S")
+    for fn in (lambda s: 3 << s, lambda s: -8 >> s, lambda s: 100 >> s, lambda s: 1 << s):
+        if dtype == "uint8" and fn(torch.tensor(0)).item() < 0:
+            continue
+        C = tc.compute((M,), lambda i, fn=fn: fn(S[i]), name="C")
+        assert torch.equal(_run(C, [S, C], [small]), fn(small)), (dtype, C.body)
+
+
+def test_bit_operations_promote_as_torch():
+    gen = torch.Generator().manual_seed(3)
+    I8 = tc.placeholder((M,), "int8", name="I8")
+    I32 = tc.placeholder((M,), "int32", name="I32")
+    I64 = tc.placeholder((M,), "int64", name="I64")
+    Bo = tc.placeholder((M,), "bool", name="Bo")
+    i8, i32 = _ints("int8", 40, gen), _ints("int32", 40, gen)
+    i64 = torch.randint(0, 70, (40,), generator=gen)
+    bo = torch.rand(40, generator=gen) < 0.5
+    cases = {"int32": lambda x8, x32, x64, b: x32 << x8, "int64": lambda x8, x32, x64, b: x32 << x64,
+             "int64 ": lambda x8, x32, x64, b: x8 >> x64, "int8": lambda x8, x32, x64, b: x8 ^ b,
+             "bool": lambda x8, x32, x64, b: b ^ (x8 > 0), "bool ": lambda x8, x32, x64, b: ~b ^ True,
+             "int64  ": lambda x8, x32, x64, b: b << 2, "int64   ": lambda x8, x32, x64, b: 1 << b}
+    for want, fn in cases.items():
+        C = tc.compute((M,), lambda i, fn=fn: fn(I8[i], I32[i], I64[i], Bo[i]), name="C")
+        ref = fn(i8, i32, i64, bo)
+        assert C.dtype == want.strip() == str(ref.dtype).removeprefix("torch."), (want, C.dtype, ref.dtype)
+        assert torch.equal(_run(C, [I8, I32, I64, Bo, C], [i8, i32, i64, bo]), ref), want
+
+
+def test_bit_operations_inside_a_reduction_and_an_index():
+    A = tc.placeholder((M, N), "int32", name="A")
+    k = tc.reduce_axis(N, name="k")
+    C = tc.compute((M,), lambda i: tc.sum((A[i, k] >> 1) ^ (A[i, k] << 2), axis=k), name="C")
+    a = torch.randint(-1000, 1000, (5, 33), dtype=torch.int32)
+    assert torch.equal(_run(C, [A, C], [a]), ((a >> 1) ^ (a << 2)).sum(1, dtype=torch.int32))
+    D = tc.compute((M, N), lambda i, j: A[i, j ^ 1], name="D")  # swap neighbours: index arithmetic
+    ref = torch.zeros_like(a)
+    for j in range(33):
+        if j ^ 1 < 33:
+            ref[:, j] = a[:, j ^ 1]
+    assert torch.equal(_run(D, [A, D], [a]), ref)
+
+
+@pytest.mark.parametrize("write,refused", [
+    (lambda F, I, Bo: F << 2, r"^\(X\[i\] << 2\): << needs integer operands \(as in torch\), got float32 and int32; "
+                              r"multiply by a power of two \(x \* 4.0\) to scale a float, or convert it first "
+                              r"\(x.astype\('int32'\) << 2\)$"),
+    (lambda F, I, Bo: I >> F, r"^\(I\[i\] >> X\[i\]\): >> needs integer operands \(as in torch\), got int32 and float32"),
+    (lambda F, I, Bo: F ^ I, r"^\(X\[i\] \^ I\[i\]\): \^ needs bool or integer operands \(as in torch\), got float32 "
+                             r"and int32; compare first"),
+    (lambda F, I, Bo: 2.0 << I, r"<< needs integer operands \(as in torch\), got float32 and int32"),
+    (lambda F, I, Bo: Bo << Bo, r"^\(B\[i\] << B\[i\]\): << needs integer operands \(as in torch, which has no shift "
+                                r"of bools\), got bool and bool; convert one first \(x.astype\('int32'\)\)$"),
+    (lambda F, I, Bo: Bo >> True, r"got bool and bool"),
+    (lambda F, I, Bo: ~F, r"~ needs a bool or integer value"),
+])
+def test_bit_operations_on_floats_or_shifts_of_bools_are_refused(write, refused):
+    F = tc.placeholder((M,), "float32", name="X")
+    Ip = tc.placeholder((M,), "int32", name="I")
+    Bp = tc.placeholder((M,), "bool", name="B")
+    with pytest.raises(tc.ArgumentError, match=refused):
+        tc.compute((M,), lambda i: write(F[i], Ip[i], Bp[i]), name="C")
+
+
+@pytest.mark.parametrize("extent", [lambda: M >> 1, lambda: M & 7, lambda: M ^ 1, lambda: M << 1, lambda: ~M])
+def test_bit_operations_in_an_extent_are_refused(extent):
+    """isl reads affine extents only; `M & 7` as a shape escaped as an internal NotAffine exception."""
+    A = tc.placeholder((M,), "int32", name="A")
+    with pytest.raises(tc.ArgumentError, match=r"^compute 'D': dimension 0: an extent may use \+, -, \*, // and % of "
+                                               r"sizes and ints, got .*; bit operations"):
+        tc.compute((extent(),), lambda i: A[i] * 2, name="D")

@@ -220,7 +220,7 @@ def test_tilec_lower_prints_a_target_and_sizes(capsys):
 def test_user_names_cannot_shadow_the_launch_code(name, role, tmp_path):
     """A size or an input named like what the launch code calls (its helpers, the kernel): the file still
     launches what the kernel runs, and `python file` runs."""
-    (N,) = tc.size_vars(name if role == "size" else "N")
+    N = tc.size_vars(name if role == "size" else "N")
     X = tc.placeholder((N,), "float32", name=name if role == "tensor" else "X")
     B = tc.placeholder((4,), "float32", name="B")
     Y = tc.compute((N,), lambda i: tc.exp(X[i]) + B[i % 4], name="Y")
@@ -239,7 +239,7 @@ def test_user_names_cannot_shadow_the_launch_code(name, role, tmp_path):
 def test_a_kernel_without_inputs_has_launch_code_too(tmp_path):
     """Fuzz seeds 790545812, 790546017: a compute of constants only (no inputs) wrote `def launch(, *, Y=None)`,
     a syntax error at the first call."""
-    (M,) = tc.size_vars("M")
+    M = tc.size_vars("M")
     Y = tc.compute((M, 3), lambda i, j: tc.exp(i * 0.5 + j), name="Y", dtype="float32")
     with pytest.raises(ArgumentError):
         tc.build(tc.create_schedule(Y), [Y])  # M appears in no input: a call cannot read it

@@ -59,7 +59,7 @@ def test_every_error_is_a_tilec_error():
 def test_argument_error_is_value_error_and_type_error():
     assert issubclass(tc.ArgumentError, ValueError)
     assert issubclass(tc.ArgumentError, TypeError)
-    with pytest.raises(ValueError, match="not a valid identifier"):
+    with pytest.raises(ValueError, match="is a Python keyword"):
         tc.placeholder((4,), "float32", name="class")
     with pytest.raises(TypeError, match=r"expected a name \(str\)"):
         tc.placeholder((4,), "float32", name=3)
@@ -95,7 +95,10 @@ def test_name_not_an_identifier(api, bad):
 @pytest.mark.parametrize("api", list(NAMERS))
 @pytest.mark.parametrize("bad", ["class", "lambda", "None"])
 def test_name_is_a_keyword(api, bad):
-    with pytest.raises(tc.ArgumentError, match=rf"{WHAT[api]}: '{bad}' is not a valid identifier"):
+    # issue 23: the message said "not a valid identifier ... use letters, digits and '_'", which 'lambda' is made of
+    with pytest.raises(tc.ArgumentError, match=rf"^{WHAT[api]}: '{bad}' is a Python keyword, and names become "
+                                               rf"variables in the generated Triton code; pick another name, "
+                                               rf"e.g. '{bad}_'$"):
         NAMERS[api](bad)
 
 
@@ -104,6 +107,21 @@ def test_name_is_a_keyword(api, bad):
 def test_name_reserved_for_generated_code(api, bad):
     with pytest.raises(tc.ArgumentError, match=rf"{WHAT[api]}: '{bad}' is reserved for the generated code.*pick another"):
         NAMERS[api](bad)
+
+
+def test_knob_named_num_stages_says_what_sets_the_pipeline_depth():
+    """Issue 23: the knob name `num_stages` is refused as reserved; the message says which primitive takes
+    that knob and where the reserved names are listed."""
+    with pytest.raises(tc.ArgumentError, match=r"^knob name: 'num_stages' is reserved: Triton's kernel launch takes it "
+                                               r"as a keyword .*; pipeline\(axis, stages=tc.knob\('STAGES', \[2, 3\]\)\) "
+                                               r"sets a pipeline's depth \(docs/schedule.md, section 1, lists the "
+                                               r"reserved names\); pick another name, e.g. 'num_stages_'$"):
+        tc.knob("num_stages", [2, 3])
+    with pytest.raises(tc.ArgumentError, match=r"num_warps\(tc.knob\('WARPS', \[4, 8\]\)\) sets the warps"):
+        tc.knob("num_warps", [4, 8])
+    with pytest.raises(tc.ArgumentError, match=r"'grid' is reserved: .*\(docs/schedule.md, section 1, lists the "
+                                               r"reserved names\); pick another name, e.g. 'grid_'$"):
+        tc.size_vars("grid")
 
 
 @pytest.mark.parametrize("api", list(NAMERS))
@@ -122,6 +140,21 @@ def test_name_not_a_str(api, bad):
 def test_size_vars_in_one_string_are_each_checked():
     with pytest.raises(tc.ArgumentError, match=r"size_vars: 'tl' is reserved"):
         tc.size_vars("M tl")
+
+
+def test_size_vars_of_one_name_is_the_size():
+    """Issue 23: `M = tc.size_vars("M")` gave a 1-tuple, and the next line failed far away. One name gives the
+    size (TVM's te.var), several a tuple; a trailing comma or a list asks for a tuple (sympy's symbols)."""
+    M = tc.size_vars("M")
+    assert isinstance(M, tc.ir.expr.SizeVar) and M.name == "M"
+    X = tc.placeholder((M, 4), "float32", name="X")
+    assert str(X.shape[0]) == "M"
+    M, N = tc.size_vars("M N")
+    assert (M.name, N.name) == ("M", "N")
+    assert [v.name for v in tc.size_vars("M,")] == ["M"]
+    assert [v.name for v in tc.size_vars(" M , ")] == ["M"]
+    assert [v.name for v in tc.size_vars(["M"])] == ["M"]
+    assert [v.name for v in tc.size_vars(("M", "N"))] == ["M", "N"]
 
 
 def test_size_vars_with_no_name():
@@ -184,7 +217,7 @@ def test_shape_not_a_tuple(shape):
 
 
 def test_extent_reads_a_tensor():
-    (M,) = tc.size_vars("M")
+    M = tc.size_vars("M")
     A = tc.placeholder((M,), "int32", name="A")
     with pytest.raises(tc.ArgumentError, match=r"dimension 0: an extent may only use sizes and ints, got"):
         tc.placeholder((M + A[0],), "float32", name="X")
@@ -192,7 +225,7 @@ def test_extent_reads_a_tensor():
 
 @pytest.mark.parametrize("make", [lambda K: K / 2, lambda K: K > 2], ids=["K/2", "K>2"])
 def test_extent_of_non_integer_type(make):
-    (K,) = tc.size_vars("K")
+    K = tc.size_vars("K")
     with pytest.raises(tc.ArgumentError, match=r"dimension 0"):
         tc.placeholder((make(K),), "float32", name="X")
 
@@ -665,10 +698,28 @@ def test_non_power_of_two_tile(factor, lo, hi):
     A, W, C, Y = gemm_silu()
     s = tc.create_schedule(Y)
     s[C].split(C.axis[0], factor)
-    with pytest.raises(tc.LoweringError, match=rf"C.ii is a tile of extent {factor} .*need a power of two and a "
-                                               rf"multiple of 16 is lowered as power-of-two sub-tiles .*: use {lo} or "
-                                               rf"{hi}"):
+    with pytest.raises(tc.LoweringError, match=rf"C.ii is a tile of extent {factor} .*need a power of two, and "
+                                               rf"{factor} is not a multiple of 16 either .*: use {lo} or {hi}"):
         tc.lower(s)
+
+
+def test_a_tile_of_100_says_what_triton_tiles_need_in_one_sentence():
+    """Issue 23: `split(col, 100)` raised a TileExtentError whose sentence was garbled ("need a power of two and
+    a multiple of 16 is lowered as ..."), and the class was neither exported from tilec nor in tilec.errors."""
+    M, N = tc.size_vars("M N")
+    X = tc.placeholder((M, N), "float32", name="X")
+    Z = tc.compute((M, N), lambda r, c: X[r, c] * 2.0, name="Z")
+    s = tc.create_schedule(Z)
+    s[Z].split(Z.axis[1], 100)
+    with pytest.raises(tc.TileExtentError) as info:
+        tc.lower(s)
+    assert str(info.value) == (
+        "Z.ci is a tile of extent 100 (from split(c, 100)), but Triton tiles (tl.arange) need a power of two, and "
+        "100 is not a multiple of 16 either (a multiple of 16 on a spatial axis of a kernel's root stage is lowered "
+        "as power-of-two sub-tiles): use 64 or 128; masks cover a size the tile does not divide")
+    assert issubclass(tc.TileExtentError, tc.LoweringError) and "TileExtentError" in tc.__all__
+    assert tc.TileExtentError.__module__ == "tilec.errors"  # where the other error classes are
+    assert (info.value.extent, info.value.stage.name, info.value.combination, info.value.root) == (100, "Z", False, True)
 
 
 @pytest.mark.parametrize("choices", [[16, 24], [24, 16]])
@@ -680,8 +731,8 @@ def test_non_power_of_two_tile_from_a_knob_is_refused_at_the_split(choices):
     s = tc.create_schedule(Y)
     with pytest.raises(tc.LoweringError, match=rf"^C.split\(C.i, BM\): tc.knob\('BM', \{choices}\) offers 24, but "
                                                r"C.ii is a tile of extent BM \(from split\(i, BM\)\), and Triton tiles "
-                                               r"\(tl.arange\) need a power of two and a multiple of 16 is lowered as "
-                                               r"power-of-two sub-tiles .*Its choice 16 can be this tile: drop 24 from "
+                                               r"\(tl.arange\) need a power of two, and 24 is not a multiple of 16 "
+                                               r"either .*\. Its choice 16 can be this tile: drop 24 from "
                                                r"the knob's choices \(or use 16 or 32\)"):
         s[C].split(C.axis[0], tc.knob("BM", choices))
     assert s.log == [] and s.knobs == {} and s[C].leaves == [*C.axis, *C.reduce_axis]
@@ -694,8 +745,8 @@ def test_a_knob_choice_that_only_sub_tiles_can_make_on_a_reduce_axis_is_refused_
     A, W, C, Y = gemm_silu()
     s = tc.create_schedule(Y)
     with pytest.raises(tc.LoweringError, match=r"C.split\(C.k, BK\): tc.knob\('BK', \[32, 48\]\) offers 48, but "
-                                               r"C.ki is a tile .*sub-tiles need a spatial axis of the kernel's root "
-                                               r"stage. Its choice 32 can be this tile"):
+                                               r"C.ki is a tile .*, and 48, a multiple of 16, is lowered as power-of-two "
+                                               r"sub-tiles only on a spatial axis of a kernel's root stage\. Its choice 32 can be this tile"):
         s[C].split(C.reduce_axis[0], tc.knob("BK", [32, 48]))
 
 
@@ -713,8 +764,8 @@ def test_a_sub_tiled_knob_choice_is_refused_where_compute_at_makes_its_stage_no_
     tc.lower(s, {"BG": 96})  # its own kernel: sub-tiles 64 + 32
     with pytest.raises(tc.LoweringError, match=r"^compute_at\(g, h.ro\): tc.knob\('BG', \[64, 96\]\) offers 96, "
                                                r"but g.ci is a tile of extent BG \(from split\(c, BG\)\) \(g is "
-                                               r"computed inside another stage's kernel\).*sub-tiles need a spatial "
-                                               r"axis of the kernel's root stage. Its choice 64 can be this tile"):
+                                               r"computed inside another stage's kernel\).*only on a spatial axis of "
+                                               r"a kernel's root stage\. Its choice 64 can be this tile"):
         s[g].compute_at(s[h], ro)
     assert s[g].attach is None
 
@@ -751,7 +802,7 @@ def test_lower_unknown_target():
 
 @pytest.mark.parametrize("clash", ["size", "stride", "knob", "axis"])
 def test_one_name_for_two_things_in_a_kernel(clash):
-    (K,) = tc.size_vars("K")
+    K = tc.size_vars("K")
     if clash == "size":
         T = tc.placeholder((K,), "float32", name="K")
         Z = tc.compute((K,), lambda i: T[i] + 1.0, name="Z")
@@ -1365,7 +1416,7 @@ def test_build_tensor_computed_by_another_schedule():
 
 
 def test_build_size_var_not_inferable():
-    (P,) = tc.size_vars("P")
+    P = tc.size_vars("P")
     X = tc.placeholder((P * 2,), "float32", name="X")
     Z = tc.compute((P * 2,), lambda i: X[i] + 1.0, name="Z")
     with pytest.raises(tc.ArgumentError, match=r"build: size P appears in no input's shape as a plain dimension"):
@@ -1439,7 +1490,7 @@ def test_call_inconsistent_size_var(gemm_kernel):
 
 
 def test_call_inconsistent_size_var_between_two_inputs():
-    (M,) = tc.size_vars("M")
+    M = tc.size_vars("M")
     P1 = tc.placeholder((M,), "float32", name="P1")
     P2 = tc.placeholder((M,), "float32", name="P2")
     Q = tc.compute((M,), lambda i: P1[i] + P2[i], name="Q")

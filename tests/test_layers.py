@@ -75,7 +75,7 @@ def test_lower_and_tune_are_the_functions_and_the_packages():
     assert tc.tune.ShapeMix is tc.ShapeMix  # the package's public names too
     assert tc.tune is importlib.import_module("tilec").tune  # importing the packages did not rebind them
     assert list(inspect.signature(tc.lower).parameters)[:2] == ["sched", "config"]
-    M, N = tc.size_vars("M N")
+    M = tc.size_vars("M")
     X = tc.placeholder((M,), "float32", name="X")
     Y = tc.compute((M,), lambda i: X[i] * 2.0, name="Y")
     program = tc.lower(tc.create_schedule(Y))

@@ -508,7 +508,7 @@ def test_knob_value_that_breaks_a_placement_legal_at_the_default():
     """Y at R.co is legal while co has one iteration (B = 64 = N, the default) and illegal at B = 16:
     the primitive checks the default, build checks the config it is given. A loop of one iteration is no
     loop, so at B = 64 Y runs after R's sum, at the row's program."""
-    (M,) = tc.size_vars("M")
+    M = tc.size_vars("M")
     X = tc.placeholder((M, 64), "float32", name="X")
     c = tc.reduce_axis(64, name="c")
     R = tc.compute((M,), lambda r: tc.sum(X[r, c], axis=c), name="R")
@@ -527,7 +527,7 @@ def test_knob_value_that_breaks_a_placement_legal_at_the_default():
 
 
 def test_legal_locations_at_a_knob_value_other_than_the_default():
-    (M,) = tc.size_vars("M")
+    M = tc.size_vars("M")
     X = tc.placeholder((M, 64), "float32", name="X")
     c = tc.reduce_axis(64, name="c")
     R = tc.compute((M,), lambda r: tc.sum(X[r, c], axis=c), name="R")
@@ -578,7 +578,7 @@ def test_stencil_reading_the_next_element_of_a_fused_reduction():
 
 
 def test_stencil_reading_the_next_element_of_a_fused_elementwise_stage():
-    (N,) = tc.size_vars("N")
+    N = tc.size_vars("N")
     X = tc.placeholder((N + 1,), "float32", name="X")
     P = tc.compute((N + 1,), lambda i: X[i] * 2.0, name="P")
     Y = tc.compute((N,), lambda i: P[i] + P[i + 1], name="Y")
@@ -592,7 +592,7 @@ def test_stencil_reading_the_next_element_of_a_fused_elementwise_stage():
 
 def test_stencil_with_only_shifted_reads_is_not_supported():
     """No plain access at all: there is no correspondence of loops, a halo (LoweringError)."""
-    (N,) = tc.size_vars("N")
+    N = tc.size_vars("N")
     X = tc.placeholder((N + 1,), "float32", name="X")
     P = tc.compute((N + 1,), lambda i: X[i] * 2.0, name="P")
     Y = tc.compute((N,), lambda i: P[i + 1] - P[i + 1] * 0.5, name="Y")
@@ -673,7 +673,7 @@ def test_producer_with_an_axis_its_consumer_does_not_fix():
 
 
 def test_producer_output_larger_than_the_consumer_it_is_computed_at():
-    (M,) = tc.size_vars("M")
+    M = tc.size_vars("M")
     X = tc.placeholder((M,), "float32", name="X")
     P = tc.compute((M,), lambda i: X[i] * 2.0, name="P")
     Y = tc.compute((M - 1,), lambda i: P[i] + 1.0, name="Y")
@@ -714,7 +714,7 @@ def test_producer_buffer_larger_than_the_consumer_it_is_computed_at():
 
 
 def test_consumer_smaller_than_the_producer_it_is_computed_at():
-    (M,) = tc.size_vars("M")
+    M = tc.size_vars("M")
     X = tc.placeholder((M,), "float32", name="X")
     P = tc.compute((M,), lambda i: X[i] * 2.0, name="P")
     Y = tc.compute((M - 1,), lambda i: P[i] + 1.0, name="Y")
@@ -736,7 +736,7 @@ def test_consumer_smaller_than_the_producer_it_is_computed_at():
 
 
 def test_consumer_larger_than_the_producer_it_is_computed_at():
-    (M,) = tc.size_vars("M")
+    M = tc.size_vars("M")
     X = tc.placeholder((M,), "float32", name="X")
     P = tc.compute((M,), lambda i: X[i] * 2.0, name="P")
     Y = tc.compute((M + 1,), lambda i: P[i] + 1.0, name="Y")
@@ -779,7 +779,7 @@ def test_cache_read_of_a_producer_computed_in_the_same_kernel():
 
 
 def test_consumer_at_a_reduction_loop_of_one_iteration():
-    (M,) = tc.size_vars("M")
+    M = tc.size_vars("M")
     X = tc.placeholder((M, 64), "float32", name="X")
     c = tc.reduce_axis(64, name="c")
     R = tc.compute((M,), lambda r: tc.sum(X[r, c], axis=c), name="R")
@@ -1349,7 +1349,7 @@ def test_row_range_two_reductions_at_the_row():
 
 def test_epilogue_at_the_row_with_a_tile_knob_at_every_config():
     """Y at R.r (after R's loop over column tiles) is legal at every value of the tile knob."""
-    (M,) = tc.size_vars("M")
+    M = tc.size_vars("M")
     X = tc.placeholder((M, 64), "float32", name="X")
     c = tc.reduce_axis(64, name="c")
     R = tc.compute((M,), lambda r: tc.sum(X[r, c], axis=c), name="R")

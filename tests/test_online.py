@@ -206,6 +206,31 @@ def test_skip_masked_false_runs_every_tile_and_propagates_nan_as_written():
     assert ref[0, 0, 39, 0].isnan()
 
 
+def test_skip_masked_as_a_flag_is_a_knob_the_tuner_searches():
+    """Issue 23: primitives.md says a tc.flag goes wherever a primitive takes a bool, but online refused
+    `skip_masked=tc.flag(...)` (and printed the flag's name as the value). It is a knob now: each choice
+    lowers as the bool does, matches the reference, the trace replays it, and the tuner's search space has it."""
+    from tilec.tune.space import SearchSpace
+
+    att = _attention()
+    s, args = att.make(causal=True, d=32, dtype="float16", skip_masked=tc.flag("SKIP"))
+    assert "O: online(m, l, SKIP)" in s.log and 'skip_masked' not in str(s.trace).split("online")[0]
+    assert SearchSpace(s, tc.ShapeMix([({"Z": 1, "H": 1, "N": 40}, 1)])).knobs["SKIP"] == [0, 1]
+    again = tc.replay(s.trace, args[-1:])
+    q, k, v = att.inputs({"Z": 1, "H": 2, "N": 40}, DEVICE, d=32, dtype=torch.float16)
+    ref = att.reference(q, k, v, causal=True).double()
+    for skip in (0, 1):
+        config = {"BM": 16, "BN": 16, "SKIP": skip}
+        src = tc.lower(s, config).source()
+        assert src.count("tl.range(") == (2 if skip else 1)  # as test_skip_masked_false_runs_every_tile...
+        assert tc.lower(again, config).source() == src
+        out = tc.build(s, args, config=config)(q, k, v).double()
+        assert ((out - ref).norm() / ref.norm()).item() < 2e-3
+    with pytest.raises(tc.ArgumentError, match=r"^argument 3, 'skip_masked' to online: expected True, False or a "
+                                               r"tc.flag, got 'no'$"):
+        att.make(causal=True, d=32, dtype="float16", skip_masked="no")
+
+
 @pytest.mark.parametrize("split", [1, 4, 7])
 def test_decode_attention_split_in_parts_matches_float64(split):
     """One query, a long row of keys: the key loop in SPLIT parts, merged in order by the combine kernel."""
@@ -383,7 +408,7 @@ def test_a_where_in_another_stage_that_prints_like_the_mask_is_not_folded():
 def test_a_statistic_read_at_other_positions_is_refused():
     """Review F2 and M1: l subtracting the max of another row (m[b, a], or mx[0]) was accepted; the online
     form subtracts the running max of its own row, a silent wrong answer (or a misleading build error)."""
-    (N,) = tc.size_vars("N")
+    N = tc.size_vars("N")
     X = tc.placeholder((4, 4, N), "float32", name="X")
     j1, j2, j3 = (tc.reduce_axis(N, name=n) for n in ("j1", "j2", "j3"))
     m = tc.compute((4, 4), lambda a, b: tc.max(X[a, b, j1], axis=j1), name="m")

@@ -21,7 +21,7 @@ def _close(got, want):
 def test_inlined_stage_read_at_a_shifted_index_reads_zero_outside():
     """`Y[i] = P[i - 1]` with P inlined evaluated P's expression at i = -1 instead of reading 0 there,
     as a read of P from memory does."""
-    (N,) = tc.size_vars("N")
+    N = tc.size_vars("N")
     X = tc.placeholder((N,), "float32", name="X")
     P = tc.compute((N,), lambda i: tc.exp(X[i]) + 1.0, name="P")
     Y = tc.compute((N,), lambda i: P[i - 1] * 2.0 + P[i + 1], name="Y")
@@ -83,7 +83,7 @@ def test_max_min_reductions_propagate_nan_as_torch(op):
 @pytest.mark.parametrize("op", ["maximum", "minimum"])
 def test_elementwise_maximum_minimum_propagate_nan(op):
     """tl.maximum defaults to maxnum (NaN dropped) on the GPU; torch.maximum propagates NaN."""
-    (N,) = tc.size_vars("N")
+    N = tc.size_vars("N")
     A = tc.placeholder((N,), "float32", name="A")
     B = tc.placeholder((N,), "float32", name="B")
     Y = tc.compute((N,), lambda i: getattr(tc, op)(A[i], B[i]), name="Y")
@@ -105,7 +105,7 @@ def test_elementwise_maximum_minimum_propagate_nan(op):
 def test_bool_arithmetic_promotes_as_torch(name, fn, ref):
     """`x + 1` on a bool tensor is int64 in torch (a Python int is of a higher category than bool);
     bool + bool is a logical or, bool * bool a logical and."""
-    (N,) = tc.size_vars("N")
+    N = tc.size_vars("N")
     B = tc.placeholder((N,), "bool", name="B")
     C = tc.placeholder((N,), "bool", name="C")
     Y = tc.compute((N,), lambda i: fn(B, C, i), name="Y")
@@ -122,7 +122,7 @@ def test_bool_arithmetic_promotes_as_torch(name, fn, ref):
     (lambda B, F: F & B, "needs bool or integer operands"),
 ])
 def test_operators_torch_refuses_are_refused(make, match):
-    (N,) = tc.size_vars("N")
+    N = tc.size_vars("N")
     B = tc.placeholder((N,), "bool", name="B")
     F = tc.placeholder((N,), "float32", name="F")
     with pytest.raises(tc.ArgumentError, match=match):
@@ -237,7 +237,7 @@ def test_resources_of_a_cache_of_a_computed_index():
 def test_scalar_comparison_combined_with_a_tile_of_bools():
     """`(X[0] > 0.75) | (U[i] > 0)`: the interpreter typed the 0-d comparison as float32 and numpy's
     bitwise_or then failed (an internal error on the CPU; triton_compat fixes the comparison types)."""
-    (N,) = tc.size_vars("N")
+    N = tc.size_vars("N")
     X = tc.placeholder((1,), "float32", name="X")
     U = tc.placeholder((N,), "float16", name="U")
     C = tc.compute((N,), lambda i: (X[0] > 0.75) | (U[i] > 0.0), name="C")
@@ -272,7 +272,7 @@ def test_gemm_of_an_inlined_operand_that_does_not_vary_along_k():
 def test_inlined_stage_listed_as_an_output_is_refused():
     """An inlined stage named in build's args was never stored: the output came back unwritten
     (fuzzer seed 10558)."""
-    (N,) = tc.size_vars("N")
+    N = tc.size_vars("N")
     X = tc.placeholder((N,), "float32", name="X")
     Q = tc.compute((N,), lambda i: X[i] + 1.0, name="Q")
     Y = tc.compute((N,), lambda i: Q[i] * 2.0, name="Y")
@@ -340,7 +340,7 @@ def test_sum_of_a_comparison_with_no_tile_dimension():
 
 def test_python_bool_on_the_left_of_and_or():
     """`True & (X[i] > 0)` raised a plain TypeError: Expr had no __rand__/__ror__ (fuzzer)."""
-    (N,) = tc.size_vars("N")
+    N = tc.size_vars("N")
     X = tc.placeholder((N,), "float32", name="X")
     A = tc.compute((N,), lambda i: True & (X[i] > 0.0), name="A")
     B = tc.compute((N,), lambda i: False | (X[i] < 0.0), name="B")
@@ -388,7 +388,7 @@ def test_narrow_float_and_bool_accumulators_keep_their_type_in_the_loop():
 def test_constant_stage_converted_to_a_narrow_type():
     """`D_val = 33.333333333333336.to(tl.float16)`: a constant body was converted with .to() on a
     Python number (GPU fuzz seed 910628)."""
-    (N,) = tc.size_vars("N")
+    N = tc.size_vars("N")
     X = tc.placeholder((N,), "float32", name="X")
     D = tc.compute((N,), lambda i: 100.0 / 3.0, name="D", dtype="float16")
     E = tc.compute((N,), lambda i: X[i] + 1.0, name="E")
@@ -511,7 +511,7 @@ def test_not_of_a_specialized_size_comparison_is_logical():
     """Fuzz seed 7100058: ~(M == 0) with M specialized to 1 became `~(1 == 0)` in the kernel, a Python
     bool, whose ~ is bitwise (-1), so C = ~(M == 0) * 2.0 gave -2.0 instead of 2.0. ~ of a bool is logical
     not, on tensors and Python bools alike."""
-    (M,) = tc.size_vars("M")
+    M = tc.size_vars("M")
     X = tc.placeholder((M,), "int32", name="X")
     C = tc.compute((M, M), lambda i, j: ~M.eq(0) * 2.0 + (~(X[i] > 0)).astype("float32"), name="C")
     x = torch.tensor([3, -1, 0], dtype=torch.int32)
@@ -560,7 +560,7 @@ def test_float32_to_bfloat16_and_float8_round_as_torch_does_in_the_interpreter_t
     two (31.4 -> 16), and float32 -> bfloat16 toward zero: every fp8 output of a CPU run was silently off by
     up to 2x (found by a newcomer's walk-through). Conversions are torch's there now; on the GPU they are
     the hardware's round to nearest even (checked there by the examples' fp8 tests)."""
-    (N,) = tc.size_vars("N")
+    N = tc.size_vars("N")
     X = tc.placeholder((N,), "float32", name="X")
     Q = tc.compute((N,), lambda i: X[i] * 1.0, name="Q", dtype="float8_e4m3fn")
     E = tc.compute((N,), lambda i: X[i] * 1.0, name="E", dtype="float8_e5m2")

@@ -92,7 +92,7 @@ def test_config_selects_knob_values_and_kernel_reports_it():
 
 
 def test_grid_dim_limit_is_reported():
-    M = tc.size_vars("M")[0]
+    M = tc.size_vars("M")
     X = tc.placeholder((M,), "float32", name="X")
     Z = tc.compute((M,), lambda i: X[i] + 1.0, name="Z")
     s = tc.create_schedule(Z)

@@ -131,7 +131,7 @@ def test_what_split_k_refuses():
         s[C].split_k(io, 2)
     with pytest.raises(tc.ArgumentError, match="expected a positive int or a tc.knob"):
         s[C].split_k(ko, 0)
-    with pytest.raises(tc.ArgumentError, match="deterministic.*True or False"):
+    with pytest.raises(tc.ArgumentError, match="deterministic.*True, False or a tc.flag"):
         s[C].split_k(ko, 2, deterministic="no")
     with pytest.raises(tc.ArgumentError, match="split_k: Y is not a sum"):
         s[Y].split_k(Y.axis[0], 2)
@@ -243,3 +243,25 @@ def test_an_unrolled_loop_and_compute_with_are_refused():
     s3[U].compute_with(s3[G], ko)
     with pytest.raises(tc.LoweringError, match=r"G\.split_k\(ko\): not with compute_with in the same kernel yet"):
         Program(s3)
+
+
+def test_deterministic_as_a_flag_is_a_knob_the_tuner_searches():
+    """Issue 23: primitives.md says a tc.flag goes wherever a primitive takes a bool, but split_k refused
+    `deterministic=tc.flag(...)` (and printed the flag's name as the value). It is a knob now: both choices
+    build and match torch, the trace replays it, and the tuner's search space has it."""
+    from tilec.lower.program import Program
+    from tilec.tune.space import SearchSpace
+
+    s, args, _ = schedule(3, deterministic=tc.flag("DET"))
+    assert sorted(s.knobs) == ["DET"] and "C: split_k(ko, parts=3, deterministic=DET)" in s.log
+    assert 'DET = tc.flag("DET")' in str(s.trace) and "C.split_k(C_ko, parts=3, deterministic=DET)" in str(s.trace)
+    assert SearchSpace(s, tc.ShapeMix([({"M": 5, "N": 7, "K": 40}, 1)])).knobs == {"DET": [0, 1]}
+    for det in (0, 1):
+        _run(s, args, (5, 70, 33), config={"DET": det})
+        program = Program(s, {"DET": det})
+        assert [w[1] for w in program.workspaces.values()] == [not det]  # zeroed for the atomics, not in order
+        again = tc.replay(s.trace, [args[-1]])
+        assert Program(again, {"DET": det}).source() == program.source()
+    with pytest.raises(tc.ArgumentError, match=r"^argument 3, 'deterministic' to split_k: expected True, False or a "
+                                               r"tc.flag, got 'no'$"):
+        schedule(3, deterministic="no")

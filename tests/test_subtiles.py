@@ -147,19 +147,23 @@ def test_a_cast_of_a_specialized_size_in_every_piece():
 
 def test_a_tile_that_is_no_multiple_of_16_is_refused():
     s, _ = gemm_silu(16, 24)
-    with pytest.raises(tc.LoweringError, match=r"C.ji is a tile of extent 24 .* need a power of two and a multiple "
-                                               r"of 16 is lowered as power-of-two sub-tiles .*: use 16 or 32"):
+    with pytest.raises(tc.TileExtentError, match=r"C.ji is a tile of extent 24 .* need a power of two, and 24 is not "
+                                                 r"a multiple of 16 either \(a multiple of 16 on a spatial axis of a "
+                                                 r"kernel's root stage is lowered as power-of-two sub-tiles\): use 16 "
+                                                 r"or 32"):
         tc.lower(s)
 
 
 def test_sub_tiles_on_two_axes_or_a_reduce_axis_are_refused():
     s, _ = gemm_silu(48, 48)
-    with pytest.raises(tc.LoweringError, match=r"C.ji is a tile of extent 48 .* sub-tiles go on one axis of a stage, "
-                                               r"and ii has them: use 32 or 64"):
+    with pytest.raises(tc.LoweringError, match=r"C.ji is a tile of extent 48 .* need a power of two, and 48, a "
+                                               r"multiple of 16, is lowered as power-of-two sub-tiles only on one axis "
+                                               r"of a stage, and ii has them: use 32 or 64"):
         tc.lower(s)
     s, _ = gemm_silu(16, 16, bk=48)
-    with pytest.raises(tc.LoweringError, match=r"C.ki is a tile of extent 48 .* sub-tiles need a spatial axis of the "
-                                               r"kernel's root stage: use 32 or 64"):
+    with pytest.raises(tc.LoweringError, match=r"C.ki is a tile of extent 48 .* need a power of two, and 48, a "
+                                               r"multiple of 16, is lowered as power-of-two sub-tiles only on a spatial "
+                                               r"axis of a kernel's root stage: use 32 or 64"):
         tc.lower(s)
 
 
@@ -173,8 +177,8 @@ def test_sub_tiles_outside_the_root_stage_are_refused():
     s[mx].compute_at(s[Y], ro)
     s[den].compute_at(s[Y], ro)
     s[mx].split(c, 48)
-    with pytest.raises(tc.LoweringError, match=r"mx.ci is a tile of extent 48 .* sub-tiles need a spatial axis of "
-                                               r"the kernel's root stage: use 32 or 64"):
+    with pytest.raises(tc.LoweringError, match=r"mx.ci is a tile of extent 48 .* only on a spatial axis of a "
+                                               r"kernel's root stage: use 32 or 64"):
         tc.lower(s)
 
 

@@ -14,8 +14,8 @@ example; `help(tc.Stage)` lists the primitives):
   build      lower (the loop nests and Triton source), build -> Kernel (call it on torch tensors),
              analyze (isl's resource estimates)
   tune       tune -> Tuned, over a ShapeMix; forget (drop a stored study, e.g. after fixing a reference)
-  errors     TilecError: ArgumentError, IllegalScheduleError, LoweringError; TuningInterrupted (a
-             KeyboardInterrupt) when tc.tune is stopped
+  errors     TilecError: ArgumentError, IllegalScheduleError, LoweringError (TileExtentError: a tile
+             Triton cannot make); TuningInterrupted (a KeyboardInterrupt) when tc.tune is stopped
 
 Names are imported where they are first used: `import tilec` itself imports neither torch, Triton nor
 optuna (so `tilec --help` answers at once), and `tc.compute` brings in what it needs. `tc.tune` and
@@ -31,7 +31,7 @@ import sys
 import types
 from typing import TYPE_CHECKING
 
-from tilec.errors import ArgumentError, IllegalScheduleError, LoweringError, TilecError
+from tilec.errors import ArgumentError, IllegalScheduleError, LoweringError, TilecError, TileExtentError
 from tilec.version import __version__
 
 # Where each lazily imported name of the API lives: the one table `tc.NAME` is resolved from.
@@ -53,7 +53,7 @@ _HOME = {name: module for module, names in _HOMES.items() for name in names}
 _FUNCTIONS_OVER_PACKAGES = ("lower", "tune")
 
 __all__ = sorted(["__version__", "ArgumentError", "IllegalScheduleError", "LoweringError", "TilecError",
-                  *_HOME], key=str.lower)
+                  "TileExtentError", *_HOME], key=str.lower)
 
 if TYPE_CHECKING:  # what type checkers and IDEs read; the same names as _HOMES (tests/test_api.py checks)
     from tilec.ir import (

@@ -2,8 +2,8 @@
 
 - `IllegalScheduleError`: a schedule that would compute the wrong answer (a dependence, rounding,
   bounds or parallelism violation). Carries `.primitive`, `.stage`, `.reason`, `.counterexample`.
-- `LoweringError`: a legal schedule that Triton cannot express (e.g. a non-power-of-two tile), with
-  the fix in the message.
+- `LoweringError`: a legal schedule that Triton cannot express, with the fix in the message;
+  `TileExtentError`, a `LoweringError`, is a tile of an extent Triton cannot have (not a power of two).
 - `ArgumentError`: a bad argument, to a primitive or at call time (also a `ValueError` and a
   `TypeError`, so code that catches those keeps working).
 
@@ -73,6 +73,34 @@ class LoweringError(TilecError):
         ...     print(str(e)[:60])
         C.split(C.i, BM): tc.knob('BM', [64, 100]) offers 100, but C
     """
+
+
+class TileExtentError(LoweringError):
+    """A tile (a `split`'s inner axis, a `tl.arange` dimension) of an extent Triton cannot have: not a power of
+    two, nor a multiple of 16 where that is lowered as power-of-two sub-tiles. The message names the powers
+    of two around it.
+
+    Args:
+        message: what is wrong and the extents that would lower.
+        stage: the `Stage` whose tile it is (tilec.errors, the bottom layer, imports no schedule class).
+        split: the `Split` that made the tile.
+        extent: the tile's extent under the config.
+        combination: True where it is refused only because another axis of the stage has sub-tiles (so
+            another choice of that axis's knob could make it lower).
+        root: whether `stage` is the root of its kernel.
+
+    Example:
+        >>> io, ii = s[C].split(i, 100)
+        >>> try:
+        ...     tc.lower(s)
+        ... except tc.LoweringError as e:
+        ...     print(type(e).__name__, e.extent)
+        TileExtentError 100
+    """
+
+    def __init__(self, message: str, *, stage: object, split: object, extent: int, combination: bool, root: bool):
+        super().__init__(message)
+        self.stage, self.split, self.extent, self.combination, self.root = stage, split, extent, combination, root
 
 
 class ArgumentError(TilecError, ValueError, TypeError):

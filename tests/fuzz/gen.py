@@ -7,7 +7,7 @@ is then a standalone reproduction script (run it from the repository root).
 
 Computes (families): elementwise chains with broadcasts and shifted reads (`P[i - 1]`, `N - 1 - j`, a
 constant index: out of range they read 0, as docs/schedule.md says), bool and int arithmetic
-(comparisons, `&`, `|`, `~`, `b + 1`, `//`, `%`), float16 / bfloat16 / float32 values and rounding points
+(comparisons, `&`, `|`, `^`, `~`, `<<`, `>>`, `b + 1`, `//`, `%`), float16 / bfloat16 / float32 values and rounding points
 (`astype`, compute dtypes), reductions over one or two axes (sum / max / min), GEMMs with transposed
 operands, multi-stage DAGs (softmax / rmsnorm / layernorm shapes, two consumers of one producer), symbolic
 and constant sizes (also 1 and sizes that divide no tile), `tc.assume` facts and `specialize`. `fam_online`
@@ -91,7 +91,7 @@ class Case:
         lines = [f"SIZES = {self.sizes!r}"]
         sym = [n for n in self.sizes if self.symbolic.get(n)]
         if sym:
-            lines.append(f"{', '.join(sym)}{',' if len(sym) == 1 else ''} = tc.size_vars({' '.join(sym)!r})")
+            lines.append(f"{', '.join(sym)} = tc.size_vars({' '.join(sym)!r})")  # one name: the size itself
         for n in self.sizes:
             if not self.symbolic.get(n):
                 lines.append(f"{n} = SIZES[{n!r}]")
@@ -172,6 +172,9 @@ class Generator:
     def __init__(self, seed: int, progress: Callable[[str], None] | None = None):
         self.seed = seed
         self.rng = random.Random(seed)
+        # bit operations (^, <<, >>) replace some of the main stream's choices from a stream of their own, so
+        # every other choice of a seed's case is as before they were added
+        self.bits = random.Random(seed_mix(seed) ^ 0xB175)
         self.case = Case(seed)
         self.ns: dict = {"tc": tc, "attempt": _attempt}
         self.progress = progress
@@ -393,8 +396,12 @@ class Generator:
                 f"{c}.astype('bfloat16')", f"({c} * 2.0)", f"({c} + 1.0)", f"({c} // 0.75)", f"({c} % 2.0)",
                 f"{c}.astype('float32')", f"({c} / 3.0)"]), "f")
         if e.cat == "i":
-            return E(rng.choice([f"(-{c})", f"tc.abs({c})", f"({c} // 2)", f"({c} % 3)", f"({c} // -2)",
-                                 f"({c} % -3)", f"({c} * 3)", f"({c} + 1)", f"({c} - 4)"]), "i")
+            code = rng.choice([f"(-{c})", f"tc.abs({c})", f"({c} // 2)", f"({c} % 3)", f"({c} // -2)",
+                               f"({c} % -3)", f"({c} * 3)", f"({c} + 1)", f"({c} - 4)"])
+            if self.bits.random() < 0.5:
+                code = self.bits.choice([f"({c} << 3)", f"({c} >> 1)", f"({c} ^ 5)", f"(~{c})", f"({c} << 40)",
+                                         f"({c} >> 33)", f"(-7 >> {c})", f"(1 << {c})", f"({c} & 6)"])
+            return E(code, "i")
         return E(f"(~{c})", "b")
 
     def binary(self, ctx: _Ctx, a: E, b: E, cat: str) -> E:
@@ -407,7 +414,9 @@ class Generator:
             if r < 0.5:
                 if a.weak:
                     a, b = b, a
-                return E(f"({a.code} {rng.choice(['&', '|'])} {b.code})", "b", weak)
+                op = rng.choice(['&', '|'])
+                return E(f"({a.code} {self.bits.choice(['^', op]) if self.bits.random() < 0.3 else op} {b.code})",
+                         "b", weak)
             if r < 0.75:  # compare the values a and b came from
                 c2 = rng.choice(["f", "i"])
                 x, y = self.to_cat(orig_a, c2), self.to_cat(orig_b, c2)
@@ -421,6 +430,8 @@ class Generator:
         r = rng.random()
         if r < 0.55:
             op = rng.choice(["+", "-", "*"] if cat == "i" else ["+", "-", "*", "+", "*"])
+            if cat == "i" and not (a.weak and b.weak) and self.bits.random() < 0.5:
+                op = self.bits.choice(["^", "<<", ">>", "&", "|"])
             return E(f"({a.code} {op} {b.code})", cat, weak)
         if r < 0.65 and cat == "f":
             den = rng.choice([f"(tc.abs({b.code}) + 1.0)", b.code, "3.0", f"(tc.abs({b.code}) + 0.5)"])

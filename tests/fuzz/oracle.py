@@ -485,14 +485,27 @@ class Oracle:
         op = e.op
         weak = a.weak and b.weak
         cat = max(a.cat, b.cat, key=RANK.get)
-        if op in ("&", "|"):
+        if op in ("&", "|", "^"):
+            fn = {"&": torch.bitwise_and, "|": torch.bitwise_or, "^": torch.bitwise_xor}[op]
             if a.cat == b.cat == "b":
-                val = a.val & b.val if op == "&" else a.val | b.val
-                return V(val, ZERO, a.unc | b.unc, "b", weak)
+                return V(fn(a.val, b.val), ZERO, a.unc | b.unc, "b", weak)
             if cat == "f":
-                raise NotImplementedError("& | on floats")
+                raise NotImplementedError("& | ^ on floats")
+            return V(fn(as_int(a), as_int(b)), ZERO, a.unc | b.unc, "i", weak)
+        if op in ("<<", ">>"):  # torch's rules at the result type's width W (docs/schedule.md)
+            bits = {"int64": 64, "int32": 32, "int16": 16, "int8": 8}.get(e.dtype)
+            if bits is None:
+                raise NotImplementedError(f"{op} of {e.dtype}")
             x, y = as_int(a), as_int(b)
-            return V(x & y if op == "&" else x | y, ZERO, a.unc | b.unc, "i", weak)
+            ok = (y >= 0) & (y < bits)
+            amount = torch.where(ok, y, torch.zeros_like(y))
+            if op == "<<":
+                val = torch.where(ok, x << amount, torch.zeros_like(x))
+                if bits < 64:  # two's complement wrap, as the kernel's W-bit (int32: exact) shift
+                    val = ((val + 2 ** (bits - 1)) & (2 ** bits - 1)) - 2 ** (bits - 1)
+            else:
+                val = torch.where(ok, x >> amount, torch.where(x < 0, -torch.ones_like(x), torch.zeros_like(x)))
+            return V(val, ZERO, a.unc | b.unc, "i", weak)
         if op in ("<", "<=", ">", ">=", "==", "!="):
             fn = {"<": torch.lt, "<=": torch.le, ">": torch.gt, ">=": torch.ge, "==": torch.eq, "!=": torch.ne}[op]
             if cat == "f" and repr(e.a) == repr(e.b):  # x.ne(x): a NaN test, whatever x's error

@@ -51,6 +51,12 @@ class Expr:
     def __or__(self, o): return Binary("|", self, o)
     def __ror__(self, o): return Binary("|", o, self)
     def __invert__(self): return Unary("~", self)
+    def __xor__(self, o): return Binary("^", self, o)
+    def __rxor__(self, o): return Binary("^", o, self)
+    def __lshift__(self, o): return Binary("<<", self, o)
+    def __rlshift__(self, o): return Binary("<<", o, self)
+    def __rshift__(self, o): return Binary(">>", self, o)
+    def __rrshift__(self, o): return Binary(">>", o, self)
     def eq(self, o): return Binary("==", self, o)
     def ne(self, o): return Binary("!=", self, o)
 
@@ -177,7 +183,9 @@ def _numpy_operators():
     table = {"add": operator.add, "subtract": operator.sub, "multiply": operator.mul, "divide": operator.truediv,
              "true_divide": operator.truediv, "floor_divide": operator.floordiv, "remainder": operator.mod,
              "less": operator.lt, "less_equal": operator.le, "greater": operator.gt, "greater_equal": operator.ge,
-             "bitwise_and": operator.and_, "bitwise_or": operator.or_, "negative": operator.neg,
+             "bitwise_and": operator.and_, "bitwise_or": operator.or_, "bitwise_xor": operator.xor,
+             "left_shift": operator.lshift, "right_shift": operator.rshift, "invert": operator.invert,
+             "negative": operator.neg,
              "equal": lambda a, b: as_expr(a).eq(b), "not_equal": lambda a, b: as_expr(a).ne(b)}
     return table
 
@@ -297,6 +305,19 @@ class Load(Expr):
 
 
 _CMP = ("<", "<=", ">", ">=", "==", "!=")
+_BITWISE = ("&", "|", "^")
+_SHIFTS = ("<<", ">>")
+INT_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64, "uint8": 8}  # an integer dtype's width
+
+
+def _wrap_int(c: Const, dtype: str) -> Const:
+    """A weak int made a value of the integer `dtype`, as torch converts a Python number before it shifts
+    (`x << 257` on an int8 x shifts by 1): two's complement, wrapped to the type's width."""
+    bits = INT_BITS[dtype]
+    v = int(c.value) % (1 << bits)
+    if dtype != "uint8" and v >= 1 << (bits - 1):
+        v -= 1 << bits
+    return c if v == c.value else Const(v, "int32")
 
 
 class Binary(Expr):
@@ -307,18 +328,28 @@ class Binary(Expr):
         if both_bool and op in ("-", "//", "%"):
             raise ArgumentError(f"{op} on two bool values is not supported (as in torch); cast one with "
                                 f".astype('int32') first: {self.a} {op} {self.b}")
-        if op in ("&", "|") and (is_float(self.a.dtype) or is_float(self.b.dtype)):
-            raise ArgumentError(f"{op} needs bool or integer operands (as in torch), got {self.a.dtype} and "
-                                f"{self.b.dtype}: {self.a} {op} {self.b}; compare first, e.g. (x > 0) {op} (y > 0)")
+        if op in _BITWISE and (is_float(self.a.dtype) or is_float(self.b.dtype)):
+            raise ArgumentError(f"({self.a} {op} {self.b}): {op} needs bool or integer operands (as in torch), got "
+                                f"{self.a.dtype} and {self.b.dtype}; compare first, e.g. (x > 0) {op} (y > 0)")
+        if op in _SHIFTS and (is_float(self.a.dtype) or is_float(self.b.dtype)):
+            raise ArgumentError(f"({self.a} {op} {self.b}): {op} needs integer operands (as in torch), got "
+                                f"{self.a.dtype} and {self.b.dtype}; multiply by a power of two (x * 4.0) to scale a "
+                                f"float, or convert it first (x.astype('int32') {op} 2)")
+        if op in _SHIFTS and _promote(self.a, self.b) == "bool":
+            raise ArgumentError(f"({self.a} {op} {self.b}): {op} needs integer operands (as in torch, which has no "
+                                f"shift of bools), got bool and bool; convert one first (x.astype('int32'))")
         if op in _CMP:
             self.dtype = "bool"
         elif op == "/":
             d = _promote(self.a, self.b)
             self.dtype = d if is_float(d) else "float32"
-        elif op in ("&", "|"):
+        elif op in _BITWISE:
             self.dtype = "bool" if self.a.dtype == self.b.dtype == "bool" else _promote(self.a, self.b)
         else:
             self.dtype = _promote(self.a, self.b)
+        if op in _SHIFTS and self.dtype in INT_BITS:  # a weak int operand is first a value of the result's type
+            self.a, self.b = (_wrap_int(x, self.dtype) if isinstance(x, Const) and x.weak and type(x.value) is int
+                              else x for x in (self.a, self.b))
 
     def __bool__(self):
         # `axis in [...]` and dict lookups ask whether two named things (axes, sizes) are one: identity. A
@@ -420,16 +451,20 @@ class Reduce(Expr):
 # user-facing constructors
 
 
-def size_vars(names: str | Iterable[str]) -> tuple[SizeVar, ...]:
+def size_vars(names: str | Iterable[str]) -> SizeVar | tuple[SizeVar, ...]:
     """`M, N, K = tc.size_vars("M N K")`: symbolic sizes, bound from tensor shapes at call time.
 
     One kernel serves every value of its sizes; each call reads them from the shapes of its inputs.
+
+    One name in a string gives the size itself (`M = tc.size_vars("M")`, as TVM's `te.var`); several names
+    give a tuple, in order. As in sympy's `symbols`, a trailing comma (`"M,"`) or a list or tuple of names
+    (`["M"]`) always gives a tuple, so `(M,) = tc.size_vars("M,")` unpacks.
 
     Args:
         names: the names, in one string (separated by spaces or commas) or a list; identifiers.
 
     Returns:
-        One `SizeVar` per name, in order.
+        The `SizeVar` of a string of one name; otherwise a tuple of one `SizeVar` per name, in order.
 
     Raises:
         ArgumentError: no name, a name that is no identifier (or is reserved), or names neither in a
@@ -440,7 +475,10 @@ def size_vars(names: str | Iterable[str]) -> tuple[SizeVar, ...]:
         >>> X = tc.placeholder((M, N), "float32", name="X")
         >>> X
         <placeholder X[M, N] float32>
+        >>> tc.size_vars("B"), tc.size_vars("B,")
+        (B, (B,))
     """
+    one = isinstance(names, str) and not names.rstrip().endswith(",")
     if isinstance(names, str):
         names = names.replace(",", " ").split()
     elif not isinstance(names, (list, tuple)):
@@ -448,7 +486,7 @@ def size_vars(names: str | Iterable[str]) -> tuple[SizeVar, ...]:
     out = tuple(SizeVar(n) for n in names)
     if not out:
         raise ArgumentError("size_vars: expected at least one name, e.g. tc.size_vars('M N K')")
-    return out
+    return out[0] if one and len(out) == 1 else out
 
 
 _FACT_OPS = ("<", "<=", ">", ">=", "==", "!=")
@@ -470,7 +508,7 @@ def assume(fact: Expr) -> None:
         ArgumentError: not a comparison of sizes and ints, not affine, or no sizes satisfy it.
 
     Example:
-        >>> (L,) = tc.size_vars("L")
+        >>> L = tc.size_vars("L")
         >>> tc.assume(L % 64 == 0)
         >>> L.facts
         [((L % 64) == 0)]
@@ -596,6 +634,9 @@ def check_extent(extent, what: str) -> Expr:
     for node in walk(extent):
         if isinstance(node, (Load, IterVar, Reduce)):
             raise ArgumentError(f"{what}: an extent may only use sizes and ints, got {extent}")
+        if isinstance(node, (Binary, Unary)) and node.op in (*_BITWISE, *_SHIFTS, "~"):
+            raise ArgumentError(f"{what}: an extent may use +, -, *, // and % of sizes and ints, got {extent}; bit "
+                                f"operations are not affine, and isl reads affine extents (M // 2, not M >> 1)")
     if extent.dtype not in ("int32", "int64"):
         raise ArgumentError(f"{what}: an extent must be an integer expression of sizes, got {extent} "
                             f"({extent.dtype}); use // for division")

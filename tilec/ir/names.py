@@ -46,7 +46,11 @@ def check_name(name: object, what: str) -> str:
     """Return `name` if it is a plain identifier that is safe to emit; otherwise raise ArgumentError."""
     if not isinstance(name, str):
         raise ArgumentError(f"{what}: expected a name (str), got {type(name).__name__} {name!r}")
-    if not name.isidentifier() or not name.isascii() or keyword.iskeyword(name):
+    if keyword.iskeyword(name):
+        raise ArgumentError(
+            f"{what}: {name!r} is a Python keyword, and names become variables in the generated Triton code; "
+            f"pick another name, e.g. {name + '_'!r}")
+    if not name.isidentifier() or not name.isascii():
         raise ArgumentError(
             f"{what}: {name!r} is not a valid identifier; names become variables in the generated "
             "Triton code, so use letters, digits and '_' (not starting with a digit), e.g. 'A' or 'k'")
@@ -55,10 +59,12 @@ def check_name(name: object, what: str) -> str:
             f"{what}: {name!r} is reserved for the generated code (names starting with '_' and "
             f"{', '.join(sorted(RESERVED))}); pick another name")
     if name in LAUNCH_KEYWORDS:
+        use = {"num_stages": "; pipeline(axis, stages=tc.knob('STAGES', [2, 3])) sets a pipeline's depth",
+               "num_warps": "; num_warps(tc.knob('WARPS', [4, 8])) sets the warps"}.get(name, "")
         raise ArgumentError(
             f"{what}: {name!r} is reserved: Triton's kernel launch takes it as a keyword (its own argument or "
-            f"a compile option such as num_warps), so a kernel parameter of that name would break the launch; "
-            f"pick another name, e.g. {name + '_'!r}")
+            f"a compile option such as num_warps), so a kernel parameter of that name would break the launch{use} "
+            f"(docs/schedule.md, section 1, lists the reserved names); pick another name, e.g. {name + '_'!r}")
     if name.lower() in ISL_KEYWORDS:
         raise ArgumentError(
             f"{what}: {name!r} is reserved: isl, which tilec uses to prove schedules legal, reads it as a "

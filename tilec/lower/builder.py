@@ -543,7 +543,7 @@ class KernelBuilder(ValueEmitter):
             out.append(AccInit(name, "[" + ", ".join(self.dim_extent[d] for d in dims) + "]", init, "float32",
                                f"{name}[{', '.join(dims)}] = {init}  # float32 running {t.body.op} of {t.name}"))
             accs[t.name] = (name, dims, "float32")
-        if looped and form.mask is not None and x.online_skip and self.split is None:
+        if looped and form.mask is not None and factor_value(x.online_skip, self.config) and self.split is None:
             saved, self.stmts = self.stmts, out  # the bounds go here, before the loop (fuzz seed 8201491)
             self._online_bounds(placed, form, out)  # (split_k: every tile of the chunk, masked)
             self.stmts = saved

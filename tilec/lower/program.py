@@ -90,6 +90,7 @@ class Program:
         if st.k_split is None:
             return None
         axis, parts, deterministic = st.k_split
+        deterministic = bool(factor_value(deterministic, self.config))  # True, False or a tc.flag's choice
         what = f"{st.name}.split_k({axis.name})"
         lay = root.layout
         if lay.kind.get(axis) == "single":  # the loop runs once at these sizes: one part, no split

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from tilec.errors import LoweringError
 from tilec.ir import dtypes
 from tilec.ir.expr import (
+    INT_BITS,
     Binary,
     Call,
     Cast,
@@ -218,6 +219,8 @@ class ValueEmitter:
                 a = Val(f("tl.cast({}, tl.float32)", a.code), a.dims, "float32")
             if e.op in ("//", "%") and not _nonnegative(e):
                 return self.floor_divmod(e.op, a, b)
+            if e.op in ("<<", ">>"):
+                return self.shift(e.op, a, b, e.dtype)
             dtype = "bool" if e.op in ("<", "<=", ">", ">=", "==", "!=") else dtypes.promote(a.dtype, b.dtype)
             return self.combine(f"{{}} {e.op} {{}}", [Val(Paren(a.code), a.dims, a.dtype),
                                                       Val(Paren(b.code), b.dims, b.dtype)], dtype)
@@ -244,6 +247,32 @@ class ValueEmitter:
         if op == "%":
             return self.combine("tl.where({}, {} + {}, {})", [fixed, r, b, r], dtype)
         return self.combine("tl.where({}, {} // {} - 1, {} // {})", [fixed, a, b, a, b], dtype)
+
+    def shift(self, op: str, a: Val, b: Val, dtype: str) -> Val:
+        """torch's `<<` and `>>` of integers of `dtype` (the promoted type, `INT_BITS` wide), computed in its compute
+        type (int32 for the narrow ones, as all their arithmetic between rounding points). `>>` is arithmetic on
+        signed values (Triton's `>>` of a signed int is). A shift by a negative amount or by the width or more,
+        undefined in C and in Triton, is what torch makes it: 0 for `<<` and for `>>` of uint8, and the sign
+        (0 or -1) for `>>` of a signed value."""
+        bits, c = INT_BITS[dtype], dtypes.compute_dtype(dtype)
+        top = INT_BITS[c] - 1
+        text = b.code.text() if isinstance(b.code, Lit) else ""
+        amount = {"True": 1, "False": 0}.get(text, int(text) if text.lstrip("-").isdigit() else None)
+        a, b = (v if isinstance(v.code, Lit) or v.dtype == c else
+                Val(f("{}.to(" + dtypes.triton_name(c) + ")", Paren(v.code)), v.dims, c) for v in (a, b))
+        a = Val(Paren(a.code), a.dims, a.dtype)
+        if amount is not None:  # a constant amount: decided here
+            if 0 <= amount < bits:
+                return self.combine(f"{{}} {op} {amount}", [a], c)
+            if op == "<<" or dtype == "uint8":
+                return self.combine("{} * 0", [a], c)
+            return self.combine(f"{{}} >> {top}", [a], c)
+        if not _is_name(b.code):  # used twice
+            b = Val(self.emit_stmt("sh", b.code), b.dims, b.dtype)
+        ok = f"({{}} >= 0) & ({{}} < {bits})"
+        if op == "<<" or dtype == "uint8":
+            return self.combine(f"tl.where({ok}, {{}} {op} {{}}, 0)", [b, b, a, b], c)
+        return self.combine(f"{{}} >> tl.where({ok}, {{}}, {top})", [a, b, b, b], c)
 
     @staticmethod
     def as_tensor_of(v: Val, dtype: str) -> Val:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import copy
 
-from tilec.errors import LoweringError
+from tilec.errors import LoweringError, TileExtentError
 from tilec.ir.expr import IterVar, Load, walk
 from tilec.ir.knob import Flag, Knob
 from tilec.plan.analysis import Analysis
-from tilec.plan.placement import MisplacedError, Plan, TileExtentError
+from tilec.plan.placement import MisplacedError, Plan
 from tilec.poly.model import NotAffine, share_model
 from tilec.schedule.schedule import Split, set_primitive_check, tile_extent_problem
 
@@ -131,7 +131,7 @@ def _tile_choices(primitive: str, stage, split, *, spatial: bool, root: bool) ->
     raise LoweringError(
         f"{primitive}: tc.knob({k.knob_name!r}, {list(k.choices)}) offers {c}, but {stage.name}.{split.inner.name} is a "
         f"tile of extent {k.knob_name} (from split({split.parent.name}, {k.knob_name})){place}, and Triton tiles "
-        f"(tl.arange) need a power of two and {why[c]}. Its choice{'s' if len(fine) > 1 else ''} "
+        f"(tl.arange) need a power of two, and {why[c]}. Its choice{'s' if len(fine) > 1 else ''} "
         f"{', '.join(map(str, fine))} can be this tile: drop {c} from the knob's choices (or use {lo} or {lo * 2})")
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from tilec.errors import LoweringError, TilecError
+from tilec.errors import LoweringError, TilecError, TileExtentError
 from tilec.ir.expr import Binary, Const, IterVar, Load, SizeVar, evaluate, size_text, substitute, walk
 from tilec.ir.knob import Knob, factor_value, resolve_config
 from tilec.ir.online import NotOnline, OnlineForm, online_form
@@ -53,17 +53,6 @@ def _accumulators(root: Stage) -> int:
 
 def _is_pow2(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
-
-
-class TileExtentError(LoweringError):
-    """A tile of an extent Triton cannot have (`tile_extent_problem`): `split` is the split (of `stage`,
-    the root of its kernel or not: `root`) that made it, `extent` its value under the config,
-    `combination` whether it is refused only because another axis of the stage has sub-tiles (so another
-    choice of that axis's knob could make it lower)."""
-
-    def __init__(self, message: str, *, stage: Stage, split: Split, extent: int, combination: bool, root: bool):
-        super().__init__(message)
-        self.stage, self.split, self.extent, self.combination, self.root = stage, split, extent, combination, root
 
 
 class MisplacedError(LoweringError):
@@ -140,11 +129,12 @@ class Layout:
                     why = tile_extent_problem(f, spatial=a.kind == "spatial", root=root)
                     combination = why is None and self.subtiled is not None
                     if combination:
-                        why = f"sub-tiles go on one axis of a stage, and {self.subtiled[0].name} has them"
+                        why = (f"{f}, a multiple of 16, is lowered as power-of-two sub-tiles only on one axis of a "
+                               f"stage, and {self.subtiled[0].name} has them")
                     if why is not None:
                         raise TileExtentError(
                             f"{stage.name}.{a.name} is a tile of extent {f} (from split({inner_of[a].parent.name}, "
-                            f"{inner_of[a].factor})), but Triton tiles (tl.arange) need a power of two and {why}: "
+                            f"{inner_of[a].factor})), but Triton tiles (tl.arange) need a power of two, and {why}: "
                             f"use {lo} or {lo * 2}; masks cover a size the tile does not divide",
                             stage=stage, split=inner_of[a], extent=f, combination=combination, root=root)
                     self.subtiled = (a, f)

@@ -55,10 +55,11 @@ def tile_extent_problem(f: int, *, spatial: bool, root: bool) -> str | None:
     by the lowering (tilec.plan.placement.Layout) and by the primitives' check of knob choices."""
     if f > 0 and f & (f - 1) == 0:
         return None
-    if f % 16:
-        return "a multiple of 16 is lowered as power-of-two sub-tiles on a spatial axis of a kernel's root stage"
+    if f % 16:  # the reason completes "Triton tiles (tl.arange) need a power of two, and ..."
+        return (f"{f} is not a multiple of 16 either (a multiple of 16 on a spatial axis of a kernel's root stage "
+                f"is lowered as power-of-two sub-tiles)")
     if not root or not spatial:
-        return "sub-tiles need a spatial axis of the kernel's root stage"
+        return f"{f}, a multiple of 16, is lowered as power-of-two sub-tiles only on a spatial axis of a kernel's root stage"
     return None
 
 
@@ -164,6 +165,12 @@ def _flag(value, n: int, name: str, prim: str, knobs: dict) -> int | Flag:
     if not isinstance(value, bool):
         raise _arg(n, name, prim, "True, False or a tc.flag", value)
     return int(value)
+
+
+def _off_or_flag(v: int | Flag) -> tuple:
+    """The trailing argument a trace records for an on/off argument whose default is on: none for True (1,
+    as `_flag` keeps it), False for 0, or the flag."""
+    return (v,) if isinstance(v, Flag) else () if v else (False,)
 
 
 def _value(v):
@@ -703,7 +710,7 @@ class Stage:
         return self
 
     @checked
-    def split_k(self, axis: IterVar, parts: int | Knob, deterministic: bool = True) -> None:
+    def split_k(self, axis: IterVar, parts: int | Knob, deterministic: bool | Flag = True) -> None:
         """Split-K: run this reduction's loop `axis` (its outermost reduction loop) in `parts` chunks on
         `parts` programs each, into a workspace of partial sums (in the accumulator's dtype: float32 unless
         acc_dtype says otherwise), then combine them in a second kernel in a fixed order (part 0, 1, ...),
@@ -712,7 +719,8 @@ class Stage:
         For GEMMs with too few output tiles to fill the GPU (small M x N, long K).
 
         `deterministic=False` adds the partial sums with atomics into one zeroed workspace instead: less
-        memory traffic, and the order of the additions (so the rounding) varies from run to run.
+        memory traffic, and the order of the additions (so the rounding) varies from run to run. A `tc.flag`
+        lets the tuner try both (its choice 0, the default, is False: atomics).
 
         It requires a sum (`tc.sum`) computed at its kernel's root, with a free grid dimension for the
         parts (program_id.1 or .2) and not persistent; `parts` an int or a tc.knob.
@@ -722,7 +730,7 @@ class Stage:
         Args:
             axis: a reduction loop of this stage (a split of its reduce axis).
             parts: how many chunks (programs) share the loop: a positive int or a `tc.knob`.
-            deterministic: True to add the parts in order in a second kernel, False for atomics.
+            deterministic: True to add the parts in order in a second kernel, False for atomics, or a `tc.flag`.
 
         Raises:
             ArgumentError: this stage is no sum, `axis` is no reduction loop, or a bad `parts`/`deterministic`.
@@ -742,14 +750,13 @@ class Stage:
             raise _arg(1, "axis", "split_k", f"a reduction loop of {self.name} (split of "
                        f"{', '.join(a.name for a in self.tensor.reduce_axis)})", axis.name)
         parts = _factor(parts, 2, "parts", "split_k", self.sched.knobs)
-        if not isinstance(deterministic, bool):
-            raise _arg(3, "deterministic", "split_k", "True or False", deterministic)
+        deterministic = _flag(deterministic, 3, "deterministic", "split_k", self.sched.knobs)  # 0, 1 or a Flag
         self.k_split = (axis, parts, deterministic)
         self.touched = True
-        self._record("split_k", axis, parts, *(() if deterministic else (False,)))
+        self._record("split_k", axis, parts, *_off_or_flag(deterministic))
 
     @checked
-    def online(self, *stats: Stage, skip_masked: bool = True) -> None:
+    def online(self, *stats: Stage, skip_masked: bool | Flag = True) -> None:
         """Run this sum's reduction loop with `stats` as running statistics (the online rewrite): one max
         `m`, then sums `l`, over the same range as this stage's reduce axis, which are computed in this
         loop instead of in loops of their own. Each iteration updates the running max, rescales every sum
@@ -776,13 +783,14 @@ class Stage:
         semantics) a NaN or infinity of a coefficient (V) at a key of a skipped tile does not reach the
         output, as in SDPA's flash and cuDNN backends (in the tiles that run, 0 * NaN is NaN as written);
         `skip_masked=False` runs every tile, so every NaN propagates as the naive compute (and SDPA's math
-        backend) has it.
+        backend) has it. A `tc.flag` lets the tuner try both (its choice 0, the default, is False).
 
         Before and after, as loop nest and Triton: tests/golden/primitives/online.txt.
 
         Args:
             *stats: the statistics this loop carries: the max's stage first, then the sums' (`s[m], s[l]`).
-            skip_masked: loop only over the tiles a causal `where` admits (True), or over all of them.
+            skip_masked: loop only over the tiles a causal `where` admits (True), or over all of them (False);
+                or a `tc.flag`.
 
         Raises:
             ArgumentError: no statistics, one named twice, not a compute stage of this schedule, or a statistic
@@ -799,10 +807,9 @@ class Stage:
             >>> sd[den].online(sd[mx])
         """
         self._require_compute("online")
-        if stats and isinstance(stats[-1], bool):  # a replayed trace passes skip_masked positionally
+        if stats and isinstance(stats[-1], (bool, Flag)):  # a replayed trace passes skip_masked positionally
             stats, skip_masked = stats[:-1], stats[-1]
-        if not isinstance(skip_masked, bool):
-            raise _arg(len(stats) + 1, "skip_masked", "online", "True or False", skip_masked)
+        skip_masked = _flag(skip_masked, len(stats) + 1, "skip_masked", "online", self.sched.knobs)  # 0, 1 or a Flag
         if not stats:
             raise _arg(1, "stats", "online", "the statistics this sum's loop carries: a max, then sums (s[m], s[l])",
                        stats)
@@ -831,7 +838,8 @@ class Stage:
         self.online_stats = tuple(checked)
         self.online_skip = skip_masked
         self.touched = True
-        self._record("online", *(StageRef(st.name) for st in checked), *(() if skip_masked else (False,)))
+        self._record("online", *(StageRef(st.name) for st in checked),
+                     *_off_or_flag(skip_masked))
 
     @checked
     def compute_inline(self) -> Stage:
