@@ -434,6 +434,17 @@ def test_markers_have_reasons_and_blocks_are_well_formed():
     assert not problems, "\n".join(problems)
 
 
+def test_readmes_partial_test_command_names_what_exists():
+    """README's command for a part of the suite (issue 23 point 10) ignores files that exist and sets
+    variables the tests read, so that it cannot go stale silently."""
+    block = next(b for b in blocks_of(REPO / "README.md") if b.lang in SHELL and "--ignore=" in b.body)
+    ignored = re.findall(r"--ignore=(\S+)", block.body)
+    assert ignored and all((REPO / p).is_file() for p in ignored), ignored
+    tests_text = "".join(p.read_text() for p in (REPO / "tests").glob("*.py"))
+    variables = re.findall(r"\b(TILEC_[A-Z_]+)=", block.body)
+    assert variables and all(f'"{v}"' in tests_text for v in variables), variables
+
+
 def test_quoted_files_hold_what_the_docs_quote():
     """A ```text block marked `<!-- from: FILE -->` is lines of FILE: each run of lines between `...`
     lines is in FILE, contiguous, after the run before it (`...` inside a line matches any text)."""

@@ -157,6 +157,16 @@ def test_size_vars_of_one_name_is_the_size():
     assert [v.name for v in tc.size_vars(("M", "N"))] == ["M", "N"]
 
 
+def test_unpacking_one_size_says_it_is_one_size():
+    """`M, = tc.size_vars("M")` and `tc.size_vars("M")[0]`, right when one name gave a 1-tuple, say what to
+    write now (a review's find: Python's "cannot unpack non-iterable SizeVar object")."""
+    with pytest.raises(tc.ArgumentError, match=r"M is one size, not a tuple: .*write M = tc.size_vars\('M'\), "
+                                              r"or \(M,\) = tc.size_vars\('M,'\)"):
+        M, = tc.size_vars("M")
+    with pytest.raises(tc.ArgumentError, match=r"M\[0\]: M is one size, not a tuple"):
+        tc.size_vars("M")[0]  # noqa: B018
+
+
 def test_size_vars_with_no_name():
     with pytest.raises(tc.ArgumentError, match=r"size_vars: expected at least one name"):
         tc.size_vars("  ")

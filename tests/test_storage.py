@@ -219,3 +219,74 @@ def test_tune_fresh_and_tilec_forget_say_what_they_removed(tmp_path, monkeypatch
     _one_line_error(rc, err, f"forget: no study nope in {url}")
     rc, out, err = run(*tune, "--fresh", "--worker")
     _one_line_error(rc, err, "--fresh", "tilec forget")
+
+
+def _killed_mid_write(p: Path) -> Path:
+    """`p` as a writer killed in the middle of a transaction leaves it: its changes spilled into the file,
+    the original pages in `p-journal` beside it (a hot journal), which the next writer rolls back."""
+    import os
+    import signal
+    import subprocess
+
+    code = ("import os, sqlite3, sys\ncon = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+            "con.execute('PRAGMA cache_size=5'); con.execute('BEGIN IMMEDIATE')\n"
+            "con.execute(\"UPDATE studies SET study_name = study_name || 'x'\")\n"
+            "for i in range(3000):\n    con.execute('INSERT INTO study_user_attributes (study_id, key, value_json) "
+            "VALUES (1, ?, ?)', (f'k{i}', 'x' * 200))\n"
+            "print('ready', flush=True)\nimport time; time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(p)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    journal = Path(f"{p}-journal")
+    assert journal.exists() and journal.stat().st_size > 0
+    return journal
+
+
+def test_a_write_cut_off_is_not_called_damaged_and_the_next_tune_rolls_it_back(tmp_path):
+    """A study file whose writer was killed mid-transaction (a hot journal beside it) was called damaged, with
+    advice to move it aside, which would have kept the half-written changes and lost the journal (a review's
+    find). `show` says so and leaves both files; the check a tune runs rolls the write back, as SQLite does."""
+    p, name = _study_file(tmp_path / "s.db")
+    journal = _killed_mid_write(p)
+    before, jbefore = _digest(p), _digest(journal)
+    rc, out, err = run("show", "--storage", f"sqlite:///{p}")
+    assert rc == 2 and "damaged" not in err and "mv " not in err, err
+    assert "unfinished write of a process that stopped" in err and "s.db-journal" in err, err
+    assert _digest(p) == before and _digest(journal) == jbefore
+    from tilec.tune.storage import check_storage
+    assert check_storage(f"sqlite:///{p}")  # a writer's check: SQLite rolls the cut-off write back
+    assert not journal.exists() or journal.stat().st_size == 0
+    assert optuna.get_all_study_names(f"sqlite:///{p}") == [name]  # as it was before the write
+    rc, out, err = run("show", "--storage", f"sqlite:///{p}")
+    assert rc == 0 and name in out, err
+
+
+def test_a_study_file_of_an_older_optuna_is_not_called_another_programs(tmp_path):
+    """A study file written by an older optuna (fewer columns, an older alembic version) was refused as
+    "the database of something else" (a review's find); optuna's own version check speaks instead, and
+    the file is left as it was."""
+    p, _ = _study_file(tmp_path / "old.db")
+    con = sqlite3.connect(p)
+    con.execute("ALTER TABLE trial_intermediate_values DROP COLUMN intermediate_value_type")
+    con.execute("UPDATE alembic_version SET version_num = 'v2.6.0.a'")
+    con.commit()
+    con.close()
+    before = _digest(p)
+    rc, out, err = run("show", "--storage", f"sqlite:///{p}")
+    assert rc == 2 and "something else" not in err and "upgrade" in err, err
+    assert _digest(p) == before
+
+
+def test_show_reads_a_path_with_hash_and_percent_signs_and_writes_nothing(tmp_path):
+    """A `#` (or `%`) in the storage's path made `tilec show` open another file read-write, creating it
+    (SQLAlchemy decoded the path of its read-only URL before SQLite read it; a review's find)."""
+    made, name = _study_file(tmp_path / "t.db")  # (optuna itself cannot open such a path to write it)
+    d = tmp_path / "a#b%c"  # in the URL, % is written %25 (SQLAlchemy decodes %XX in a URL's path)
+    d.mkdir()
+    p = made.rename(d / "t.db")
+    before = sorted(x.name for x in tmp_path.rglob("*"))
+    digest = _digest(p)
+    rc, out, err = run("show", "--storage", f"sqlite:///{str(p).replace('%', '%25')}")
+    assert rc == 0 and name in out, err
+    assert sorted(x.name for x in tmp_path.rglob("*")) == before and _digest(p) == digest

@@ -27,6 +27,7 @@ optuna (so `tilec --help` answers at once), and `tc.compute` brings in what it n
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 import types
 from typing import TYPE_CHECKING
@@ -93,6 +94,8 @@ class _Tilec(types.ModuleType):
 
     def __getattr__(self, name: str):  # only for names not in the module yet
         if name not in _HOME:
+            if not name.startswith("_") and importlib.util.find_spec(f"tilec.{name}") is not None:
+                return importlib.import_module(f"tilec.{name}")  # a subpackage: `tilec.ir` after `import tilec`
             raise AttributeError(f"module 'tilec' has no attribute {name!r}")
         for module, names in _HOMES.items():
             home = importlib.import_module(module)

@@ -261,6 +261,15 @@ class SizeVar(Expr):
         self.name = check_name(name, "size_vars")
         self.facts: list[Expr] = []
 
+    def __iter__(self):  # `M, = tc.size_vars("M")` / `(M,) = ...`, written when one name gave a 1-tuple
+        raise ArgumentError(f"{self.name} is one size, not a tuple: tc.size_vars({self.name!r}) gives the size "
+                            f"itself (several names give a tuple); write {self.name} = tc.size_vars({self.name!r}), "
+                            f"or ({self.name},) = tc.size_vars({self.name + ','!r})")
+
+    def __getitem__(self, index):  # `tc.size_vars("M")[0]`, the same
+        raise ArgumentError(f"{self.name}[{index!r}]: {self.name} is one size, not a tuple: "
+                            f"tc.size_vars({self.name!r}) gives the size itself; use {self.name}")
+
     def __repr__(self):
         return self.name
 
@@ -310,6 +319,15 @@ _SHIFTS = ("<<", ">>")
 INT_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64, "uint8": 8}  # an integer dtype's width
 
 
+def _weak_python_int(x: Expr) -> Expr:
+    """A Python int outside int32, which `as_expr` holds as an int64 cast (not weak), as a weak constant again:
+    a shift's number operand takes the other operand's type and is wrapped to it (`_wrap_int`), as torch does
+    (`x >> (2**32 + 1)` on an int8 x shifts by 1), instead of widening the shift to int64."""
+    if isinstance(x, Cast) and isinstance(x.a, Const) and type(x.a.value) is int and x.dtype == "int64":
+        return Const(x.a.value, "int64")  # weak: the other operand's type wins (_promote)
+    return x
+
+
 def _wrap_int(c: Const, dtype: str) -> Const:
     """A weak int made a value of the integer `dtype`, as torch converts a Python number before it shifts
     (`x << 257` on an int8 x shifts by 1): two's complement, wrapped to the type's width."""
@@ -323,6 +341,8 @@ def _wrap_int(c: Const, dtype: str) -> Const:
 class Binary(Expr):
     def __init__(self, op: str, a, b):
         self.op, self.a, self.b = op, as_expr(a), as_expr(b)
+        if op in _SHIFTS:  # torch converts a Python int operand of a shift to the other's type, however large
+            self.a, self.b = (_weak_python_int(x) for x in (self.a, self.b))
         self.weak = self.a.weak and self.b.weak
         both_bool = self.a.dtype == "bool" and self.b.dtype == "bool"
         if both_bool and op in ("-", "//", "%"):

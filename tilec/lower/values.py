@@ -260,6 +260,12 @@ class ValueEmitter:
         amount = {"True": 1, "False": 0}.get(text, int(text) if text.lstrip("-").isdigit() else None)
         a, b = (v if isinstance(v.code, Lit) or v.dtype == c else
                 Val(f("{}.to(" + dtypes.triton_name(c) + ")", Paren(v.code)), v.dims, c) for v in (a, b))
+        if c != dtype:  # int8/int16/uint8 run in int32 between rounding points: torch shifts values of the
+            # narrow type, so an operand that may have left it ((x << 2) >> 2, ~x of uint8) is wrapped back first
+            # (the left one of << needs no wrap: its low bits are the same either way)
+            narrow = ").to(" + dtypes.triton_name(dtype) + ").to(" + dtypes.triton_name(c) + ")"
+            a, b = (v if isinstance(v.code, Lit) or (v is a and op == "<<") else
+                    Val(f("({}" + narrow, v.code), v.dims, c) for v in (a, b))
         a = Val(Paren(a.code), a.dims, a.dtype)
         if amount is not None:  # a constant amount: decided here
             if 0 <= amount < bits:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -96,9 +97,8 @@ def checked(fn):
         sched._in_primitive = True
         try:
             result = fn(self, *args, **kwargs)
-            if _primitive_check is None:  # pragma: no cover - the first tc.NAME used installs it
-                raise RuntimeError("no legality check installed: make schedules through the API (`import tilec "
-                                   "as tc; tc.create_schedule(...)`), or import tilec.plan first, which installs it")
+            if _primitive_check is None:  # the plan layer installs it when imported (the first tc.NAME does that);
+                importlib.import_module("tilec.plan.check")  # a program that came in through this module loads it
             call = _call_text(fn.__name__, self, args)
             try:
                 analysis = _primitive_check(sched, primitive=call, stage=self if self.kind == "compute" else None)

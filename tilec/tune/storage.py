@@ -116,6 +116,8 @@ def _foreign(tables: dict[str, set[str]], where: str) -> None:
         shown = ", ".join(sorted(tables)[:8]) + (", ..." if len(tables) > 8 else "")
         raise ArgumentError(f"{where} is the database of something else (its tables: {shown}; no optuna "
                             f"study tables); {fix}")
+    if {"version_info", "alembic_version", "studies", "trials"} <= set(tables):
+        return  # optuna's, of another version: optuna's own check says so (and how to upgrade) when it opens it
     for name, columns in sorted(tables.items()):
         missing = OPTUNA_COLUMNS.get(name, set()) - columns
         if missing:
@@ -127,14 +129,17 @@ def _foreign(tables: dict[str, set[str]], where: str) -> None:
 
 def _damaged(shown: str, p: Path, what: str) -> ArgumentError:
     return ArgumentError(f"storage {shown}: {p} is damaged {what}; tilec leaves it untouched: move it aside "
-                         f"(mv {p} {p}.damaged) and tune into a new file, or restore it from a backup")
+                         f"(mv {p} {p}.damaged, with any {p.name}-journal or {p.name}-wal beside it) and tune "
+                         f"into a new file, or restore it from a backup")
 
 
-def _sqlite_tables(p: Path) -> tuple[dict[str, set[str]], list[str]]:
+def _sqlite_tables(p: Path, writable: bool = False) -> tuple[dict[str, set[str]], list[str]]:
     """A SQLite file's tables (name -> its columns) and what `PRAGMA quick_check` says of it (["ok"]
-    when SQLite finds nothing wrong), read through a read-only connection; sqlite3.Error where SQLite
-    cannot read the file at all."""
-    con = sqlite3.connect(f"file:{quote(str(p.resolve()))}?mode=ro", uri=True, timeout=5)
+    when SQLite finds nothing wrong), read through a read-only connection (`writable`: a read-write one,
+    through which SQLite rolls back the unfinished write of a process that stopped); sqlite3.Error where
+    SQLite cannot read the file at all."""
+    mode = "" if writable else "?mode=ro"
+    con = sqlite3.connect(f"file:{quote(str(p.resolve()))}{mode}", uri=True, timeout=SQLITE_BUSY_TIMEOUT)
     try:
         names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
         tables = {n: {r[0] for r in con.execute("SELECT name FROM pragma_table_info(?)", (n,))} for n in names}
@@ -145,6 +150,31 @@ def _sqlite_tables(p: Path) -> tuple[dict[str, set[str]], list[str]]:
     finally:
         con.close()
     return tables, check
+
+
+def _unfinished_or_damaged(shown: str, p: Path, e: sqlite3.Error, create: bool):
+    """Where a read-only look at `p` failed: a file that another process holds locked, or that holds the
+    unfinished write of a process that stopped (its rollback journal or write-ahead log beside it, which only
+    a writer can roll back), is not damaged, and moving it without that file would lose what it holds.
+    A writer (`create`) looks again read-write, and SQLite rolls the unfinished write back; a reader says
+    what to do. Anything else is damage."""
+    text = str(e)
+    if "locked" in text or "busy" in text:
+        raise ArgumentError(f"storage {shown}: {p} is locked by another process (sqlite: {text}) for more than "
+                            f"{SQLITE_BUSY_TIMEOUT:.0f} s; tilec leaves it untouched: let that process finish, or "
+                            f"stop it, and run this again") from None
+    journals = [j for j in (Path(f"{p}-journal"), Path(f"{p}-wal")) if j.exists()]
+    if not journals:
+        raise _damaged(shown, p, f"or not a SQLite database (sqlite: {text})") from None
+    if not create:
+        raise ArgumentError(f"storage {shown}: {p} holds the unfinished write of a process that stopped "
+                            f"({journals[0].name} beside it), which only a writer can roll back, and this "
+                            f"command only reads; the next `tilec tune` on it rolls it back (keep the file and "
+                            f"its {journals[0].name} together)") from None
+    try:
+        return _sqlite_tables(p, writable=True)
+    except sqlite3.Error as again:
+        raise _damaged(shown, p, f"or not a SQLite database (sqlite: {again})") from None
 
 
 def _look_sqlite(u, create: bool) -> dict[str, set[str]] | None:
@@ -176,7 +206,7 @@ def _look_sqlite(u, create: bool) -> dict[str, set[str]] | None:
         try:
             tables, check = _sqlite_tables(p)
         except sqlite3.Error as e:
-            raise _damaged(shown, p, f"or not a SQLite database (sqlite: {e})") from None
+            tables, check = _unfinished_or_damaged(shown, p, e, create)
         if check != ["ok"]:
             raise _damaged(shown, p, f"(SQLite's quick_check: {'; '.join(' '.join(c.split()) for c in check)[:300]})")
         _foreign(tables, f"storage {shown} ({p})")
@@ -354,8 +384,12 @@ def open_for_reading(url: str):
     shown = _shown(parse_url(url, resolve=False))
     u = parse_url(url)
     if u.get_backend_name() == "sqlite":
-        ro = f"sqlite:///file:{quote(str(Path(u.database).resolve()))}?mode=ro&uri=true"
-        engine_kwargs = {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT}}
+        # a connection of our own, not a URL of one: SQLAlchemy would decode the path (a `#` or `%` in it) before
+        # SQLite reads it as a URI, which drops `mode=ro` and opens another file read-write
+        uri = f"file:{quote(str(Path(u.database).resolve()))}?mode=ro"
+        ro = "sqlite://"
+        engine_kwargs = {"creator": lambda: sqlite3.connect(uri, uri=True, timeout=SQLITE_BUSY_TIMEOUT,
+                                                             check_same_thread=False)}
     else:
         ro = u.render_as_string(hide_password=False)
         engine_kwargs = {"pool_pre_ping": True, "connect_args": {"connect_timeout": CONNECT_TIMEOUT}}
