@@ -69,3 +69,17 @@ def test_the_bar_shows_the_estimate_and_the_interpreter_note_once(tmp_path, monk
     assert not any("left at" in line for line in states if "3/3" in line), err
     note = progress.INTERPRETER_NOTE
     assert err.count(note) == (1 if triton_compat.target() == "interpreter" else 0), err
+
+
+def test_without_a_bar_the_interpreter_note_is_still_said_once_unless_asked_for_quiet(tmp_path, monkeypatch, capsys):
+    """Off a terminal (a log, CI, a pipe) there is no bar, but a CPU run still says once that its times say
+    nothing about a GPU; progress=False (`--no-progress`) is silence."""
+    monkeypatch.setattr(study_mod, "_stderr_is_terminal", lambda: False)
+    s, args = tune_case.make()
+    note = progress.INTERPRETER_NOTE
+    for prog, want in ((None, 1), (False, 0)):
+        tc.tune(s, tune_case.MIX, trials=2, args=args, reference=tune_case.reference, jobs=0, progress=prog,
+                storage=f"sqlite:///{tmp_path / f'q{want}.db'}", timer=lambda kernel, inputs: 12.5e-6)
+        err = capsys.readouterr().err
+        assert err.count(note) == (want if triton_compat.target() == "interpreter" else 0), (prog, err)
+        assert "left at" not in err

@@ -64,6 +64,7 @@ from tilec.tune.cost import analysis_for, estimate
 from tilec.tune.measure import CandidateFailure, random_inputs
 from tilec.tune.mix import ShapeMix
 from tilec.tune.plans import describe, options
+from tilec.tune.progress import interpreter_note
 from tilec.tune.space import SearchSpace
 from tilec.tune.storage import (
     Forgotten,
@@ -554,6 +555,7 @@ def tune(sched: Schedule, mix: ShapeMix, trials: int = 64, *, args: Sequence[Ten
         raise ArgumentError(f"tune: trials must be a positive int, got {trials!r}")
     if progress is not None and not isinstance(progress, bool):
         raise ArgumentError(f"tune: progress must be True, False or None (shown on a terminal), got {progress!r}")
+    quiet = progress is False  # asked for no bar: no interpreter note either
     progress = _stderr_is_terminal() if progress is None else progress
     jobs = default_jobs() if jobs is None else jobs
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 0:
@@ -764,7 +766,9 @@ def tune(sched: Schedule, mix: ShapeMix, trials: int = 64, *, args: Sequence[Ten
                 # repeats one, and each repeat queues an untried config
                 cap = (trials - done) + 2 * space.size + 4 * n_jobs
                 if progress:
-                    bar = _Progress(trials, done)
+                    bar = _Progress(trials, done)  # says the interpreter note first, above the bar
+                elif not quiet and interpreter_note(triton_compat.target()):
+                    print(interpreter_note(triton_compat.target()), file=sys.stderr)  # once, with no bar either
                 # In rounds of as many trials as configs are still wanted, so that parallel jobs never
                 # start more measurements than `trials` asks for (each job taking a trial while the last
                 # configs were being measured made 27 of 24 on the H200); a round whose trials repeated
