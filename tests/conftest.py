@@ -34,6 +34,33 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="(re)write tests/golden/<name> files from the current output instead of comparing",
     )
+    parser.addoption(
+        "--full",
+        action="store_true",
+        default=False,
+        help="run the slow tier too (tests marked slow: doc pages, fuzz and tuning campaigns, examples in "
+        "the interpreter); what CI runs",
+    )
+
+
+# Tests in tiers. `pytest` runs the fast tier: every test not marked `slow`, a few minutes of CPU that still
+# reach every module. `pytest --full` (CI) adds the slow tier: tests that run many kernels in the
+# interpreter, tune, or run the doc pages and the fuzz campaigns; `pytest -m slow` runs only it. A test is
+# marked slow where it stands (`@pytest.mark.slow`) when it takes a second or more of its own, so that the
+# fast tier stays fast (README says how long each tier takes).
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "slow: the slow tier, run by `pytest --full` (CI) or `pytest -m slow`")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--full") or config.getoption("markexpr"):  # -m chooses the tests itself
+        return
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if not item.get_closest_marker("slow")]
 
 
 @pytest.fixture

@@ -125,6 +125,7 @@ def _run_examples(name: str) -> str:
 
 
 @pytest.mark.parametrize("name", PUBLIC + METHODS)
+@pytest.mark.slow
 def test_the_docstring_examples_run_and_print_what_they_say(name):
     report = _run_examples(name)
     assert not report, report
@@ -336,6 +337,7 @@ def test_the_lazy_table_is_what_type_checkers_read():
         tc.nosuch  # noqa: B018
 
 
+@pytest.mark.slow
 def test_import_tilec_imports_nothing_heavy():
     """`import tilec` alone imports neither torch, Triton, optuna nor isl: names come at first use."""
     code = ("import sys, tilec; heavy = [m for m in ('torch', 'triton', 'optuna', 'islpy', 'networkx') "

@@ -236,6 +236,7 @@ def test_traceback_flag_raises_instead(tmp_path):
         run(["tune", tmp_path / "missing.py", *MIX, "--traceback"])
 
 
+@pytest.mark.slow
 def test_python_m_tilec_cli(tmp_path):
     case = write_case(tmp_path)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
@@ -249,6 +250,7 @@ def test_python_m_tilec_cli(tmp_path):
     assert p.stderr.startswith("error: no such file") and "Traceback" not in p.stderr
 
 
+@pytest.mark.slow
 def test_a_reader_that_closes_stdout_early_ends_the_command_quietly(tmp_path):
     """`tilec lower FILE | head -3`: the reader is gone before the output is written; the command ends
     with status 141 (as if killed by SIGPIPE) and no BrokenPipeError traceback. `--version` prints
@@ -330,6 +332,7 @@ def test_no_progress_bar_off_a_terminal_or_with_no_progress(tmp_path, monkeypatc
 TRITON_FIRST = '"""The CLI case, importing triton before tilec does (as a file with kernels of its own would)."""\nimport triton  # noqa: F401\n'
 
 
+@pytest.mark.slow
 def test_tune_show_and_draw_need_no_triton_interpret_on_a_cpu(tmp_path):
     """Without a GPU, tilec sets TRITON_INTERPRET=1 itself before the file is imported: a file that imports
     triton at its top failed `tilec tune` ("needs TRITON_INTERPRET=1 before triton is imported"). tc.tune

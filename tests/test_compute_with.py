@@ -80,6 +80,7 @@ def _run(s, args, sizes, special=False):
 
 
 @pytest.mark.parametrize("sizes", SIZES)
+@pytest.mark.slow
 def test_swiglu_in_one_loop_matches_torch(sizes):
     s, args, _ = schedule()
     _run(s, args, sizes)

@@ -246,6 +246,7 @@ def test_registering_again():
 
 @pytest.mark.parametrize("name", ["1mm", "mm silu", "", "a::b::c", "aten::mm_silu", "tilec::", "_private", "for",
                                   "tilec::name", "x-y", 3])
+@pytest.mark.slow
 def test_bad_names_are_refused(name):
     with pytest.raises(tc.ArgumentError, match="as_op"):
         gemm().as_op(name)

@@ -373,6 +373,7 @@ def check_python(path: Path, tmp_path: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("path", _params("python"))
+@pytest.mark.slow
 def test_python_blocks_run_and_print_what_the_doc_shows(path: Path, tmp_path: Path):
     skip_pending(path)
     if not any(runnable(b) for b in blocks_of(path) if b.lang == PYTHON):
@@ -387,6 +388,7 @@ def test_python_blocks_run_and_print_what_the_doc_shows(path: Path, tmp_path: Pa
 
 
 @pytest.mark.parametrize("block", _params("shell"))
+@pytest.mark.slow
 def test_shell_blocks_run(block: Block, tmp_path: Path):
     """Shell blocks run with bash from a directory that holds links to the repository's files, so
     that `python examples/matmul_silu.py` works as from the root and files they write go to tmp_path."""
@@ -434,15 +436,14 @@ def test_markers_have_reasons_and_blocks_are_well_formed():
     assert not problems, "\n".join(problems)
 
 
-def test_readmes_partial_test_command_names_what_exists():
-    """README's command for a part of the suite (issue 23 point 10) ignores files that exist and sets
-    variables the tests read, so that it cannot go stale silently."""
-    block = next(b for b in blocks_of(REPO / "README.md") if b.lang in SHELL and "--ignore=" in b.body)
-    ignored = re.findall(r"--ignore=(\S+)", block.body)
-    assert ignored and all((REPO / p).is_file() for p in ignored), ignored
-    tests_text = "".join(p.read_text() for p in (REPO / "tests").glob("*.py"))
-    variables = re.findall(r"\b(TILEC_[A-Z_]+)=", block.body)
-    assert variables and all(f'"{v}"' in tests_text for v in variables), variables
+def test_readmes_test_commands_are_the_tiers_the_suite_has(pytestconfig):
+    """README's test commands (issue 23 point 10) are the tiers tests/conftest.py makes: the fast one by
+    default and `--full`, an option the suite knows, so that they cannot go stale silently."""
+    block = next(b for b in blocks_of(REPO / "README.md") if b.lang in SHELL and "pytest" in b.body)
+    commands = [line.split("pytest", 1)[1].split() for line in block.body.splitlines() if "pytest" in line]
+    assert commands == [["-q"], ["-q", "--full"]], commands
+    assert pytestconfig.getoption("--full") in (True, False)  # an option of this suite (conftest.py)
+    assert "--full" in (REPO / ".ci" / "run").read_text()
 
 
 def test_quoted_files_hold_what_the_docs_quote():
@@ -526,6 +527,7 @@ right
 """
 
 
+@pytest.mark.slow
 def test_the_conventions_on_a_sample_page(tmp_path: Path):
     """The module docstring's rules, on a page made for it: outputs, errors, inline outputs, markers."""
     page = tmp_path / "sample.md"

@@ -55,6 +55,7 @@ def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
 # so the interpreter's deprecated numpy array-to-scalar conversion shows here
 @pytest.mark.filterwarnings("ignore:Conversion of an array with ndim > 0 to a scalar:DeprecationWarning")
 @pytest.mark.parametrize("name", NAMES)
+@pytest.mark.slow
 def test_the_kernel_file_launches_what_the_kernel_runs(name):
     """Each example at a size that divides no tile (its second SIZES entry where it has one): the file's
     launch() on the same inputs gives the kernel's outputs exactly."""
@@ -80,6 +81,7 @@ def test_the_kernel_file_launches_what_the_kernel_runs(name):
         assert _same(a, b), f"{name}: the file's launch() differs from the kernel's call"
 
 
+@pytest.mark.slow
 def test_python_runs_a_dumped_file(tmp_path):
     """`kernel.dump(**sizes)` writes the file; `python file` runs it at its sizes and at others given by name,
     without tilec imported and without TRITON_INTERPRET set."""
@@ -136,6 +138,7 @@ def test_dump_checks_its_sizes():
         kern.dump(M=-1, K=4, N=5)
 
 
+@pytest.mark.slow
 def test_tilec_logs_output_code_prints_each_module_and_its_path(tmp_path):
     script = ("import sys; sys.path.insert(0, 'examples'); import torch, tilec as tc, matmul_silu as m\n"
               "s, args = m.make(); k = tc.build(s, args)\n"
@@ -217,6 +220,7 @@ def test_tilec_lower_prints_a_target_and_sizes(capsys):
 @pytest.mark.parametrize("role", ["size", "tensor"])
 @pytest.mark.parametrize("name", ["launch", "main", "cdiv", "sizes", "outs", "random_tensor", "programs",
                                   "TensorDescriptor", "NEEDED_SIZES", "EXAMPLE_SIZES", "sys", "Y_kernel", "x"])
+@pytest.mark.slow
 def test_user_names_cannot_shadow_the_launch_code(name, role, tmp_path):
     """A size or an input named like what the launch code calls (its helpers, the kernel): the file still
     launches what the kernel runs, and `python file` runs."""

@@ -1010,6 +1010,7 @@ MISPLACED = {  # the schedule, how the stage is placed at (target, axis), the ax
 
 
 @pytest.mark.parametrize("case", list(MISPLACED))
+@pytest.mark.slow
 def test_each_place_a_primitive_suggests_builds(case):
     make, place, bad = MISPLACED[case]
     s, args, ax = make()

@@ -27,6 +27,7 @@ def _cases():
 
 
 @pytest.mark.parametrize("name,sizes", list(_cases()))
+@pytest.mark.slow
 def test_example_matches_torch(name, sizes):
     torch.manual_seed(zlib.crc32(name.encode()))
     mod = importlib.import_module(name)
@@ -40,6 +41,7 @@ FEWER_ROWS = {"softmax": dict(M=5, N=3000), "rowscale_fp8": dict(M=5, N=1000)}
 
 
 @pytest.mark.parametrize("name", NAMES)
+@pytest.mark.slow
 def test_example_other_config(name):
     """The last choice of every knob (other tiles, stages, warps) is correct too."""
     mod = importlib.import_module(name)
@@ -49,6 +51,7 @@ def test_example_other_config(name):
 
 
 @pytest.mark.parametrize("name", NAMES)
+@pytest.mark.slow
 def test_example_script_runs(name, capsys):
     """`python examples/<name>.py` prints the loop nest, the Triton source and OK."""
     mod = importlib.import_module(name)

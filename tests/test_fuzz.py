@@ -41,6 +41,7 @@ def _start_seed() -> int:
         return 424242
 
 
+@pytest.mark.slow
 def test_fuzz_campaign():
     budget = float(os.environ.get("TILEC_FUZZ_SECONDS", "100"))
     if budget <= 0:
@@ -59,6 +60,7 @@ def test_fuzz_campaign():
     assert not stats.fuzzer_errors, f"the fuzzer itself failed: {dict(stats.fuzzer_errors)}"
 
 
+@pytest.mark.slow
 def test_fuzz_cuda_compile_campaign():
     """The CUDA form of fuzz cases, compiled for sm_90 on this CPU (scripts/fuzz_compile.py): what the
     interpreter cannot see (Triton frontend errors, compiler aborts, dots Triton made that tilec did
@@ -238,6 +240,7 @@ def test_the_oracle_runs_on_the_cpu_whatever_the_default_device():
     assert got.val.shape == (5, 7)
 
 
+@pytest.mark.slow
 def test_the_oracle_imported_under_another_default_device_still_computes_on_the_cpu():
     # the compiled H200 run again: conftest sets the cuda default before the oracle is imported, so its
     # module-level constants (ZERO, FALSE) were made on the GPU and met CPU tensors in torch.where. A fresh
@@ -304,6 +307,7 @@ def _case(sched_lines, compute=None):
     return c
 
 
+@pytest.mark.slow
 def test_runner_classifies_correct_hung_crash_and_reduces():
     with run.Pool(jobs=1, timeout=8.0) as pool:
         ok = pool.run_one(("case", _case(["Y_io, Y_ii = s[Y].split(Y_i, 2)"])))
@@ -362,6 +366,7 @@ def test_oracle_float16_sum_allows_the_rounding_of_subnormal_terms():
     assert oracle.compare("R", torch_sum * 0 + 1e-3, ref) != []  # a wrong value is still wrong
 
 
+@pytest.mark.slow
 def test_online_family_cases():
     """fam_online (gen.ONLINE_SHARE of the seeds, chosen by a stream of their own): its cases reproduce from
     their text, many of them build an online loop, and a coefficient (V, w) gets no NaN, infinity or -inf

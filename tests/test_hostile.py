@@ -225,6 +225,7 @@ def collision_reference(x):
 
 @pytest.mark.parametrize("role", ["placeholder", "compute", "size", "reduce_axis", "axis", "knob"])
 @pytest.mark.parametrize("name", GENERATED)
+@pytest.mark.slow
 def test_name_the_generated_code_uses(role, name):
     if name == "N" and role == "size":
         pytest.skip("two sizes of one name are one size")
@@ -243,6 +244,7 @@ def test_name_the_generated_code_uses(role, name):
 @pytest.mark.parametrize("name", ["a_tile", "w_tile", "acc_C", "C_val", "Y_val", "x", "offs_i", "mask_j", "io",
                                   "stride_A_0", "C_local", "A_shared", "C_kernel", "Y_kernel"])
 @pytest.mark.parametrize("role", ["A", "W", "Y"])
+@pytest.mark.slow
 def test_name_the_fused_gemm_uses(role, name):
     # cache_read tiles, the cache_write accumulator and the SiLU epilogue's temporary, named by the user
     s, (A, W, C, Y), _ = design_schedule(tiles=(16, 16, 16), stages=None, names={role: name})
@@ -303,6 +305,7 @@ def assert_clean_source(source: str):
 
 @pytest.mark.parametrize("role", ROLES)
 @pytest.mark.parametrize("name", HOSTILE, ids=[ascii(n)[:24] for n in HOSTILE])
+@pytest.mark.slow
 def test_hostile_name_never_reaches_the_source(role, name):
     if role == "axis" and (not name.isidentifier() or keyword.iskeyword(name)):
         pytest.skip("Python itself refuses this as a parameter name")

@@ -78,6 +78,7 @@ def test_nan_a_kernel_computes_still_reaches_the_output_without_warnings():
     assert l[0, 3].isnan() and l[2, 4].isnan() and l[3, 5].isnan() and r[1].isnan()
 
 
+@pytest.mark.slow
 def test_a_user_script_in_the_interpreter_prints_nothing():
     """Point 7 as a user meets it: a script run with Python's default warning filters (`-W default`: every
     warning shown once per place) prints its own output and nothing else."""
@@ -151,6 +152,7 @@ CASE = dict(sched=s, args=[A, B, C], config={})
 """
 
 
+@pytest.mark.slow
 def test_float8_masked_loads_compile_for_sm90(tmp_path):
     """The same loads in the CUDA form: Triton's GPU frontend refused `other=0` for a float8 pointer as
     the interpreter did (the cast is Triton's, not the interpreter's). The form tilec writes for the GPU

@@ -336,6 +336,7 @@ PARTIAL_READS = [
 
 
 @pytest.mark.parametrize("case", PARTIAL_READS)
+@pytest.mark.slow
 def test_consumer_inside_the_reduction_loop_would_read_a_partial_result(case):
     """A sum (max) is a rounding point: its consumer must not run before the reduction is complete."""
     s, consumer, producer, loop = case.setup()
@@ -837,6 +838,7 @@ def mm(a, w, dtype):
 
 @pytest.mark.parametrize("config", [None, {"BM": 32, "BN": 16, "BK": 32, "stages": 3}])
 @pytest.mark.parametrize("mnk", [(100, 130, 70), (1, 1, 1)])
+@pytest.mark.slow
 def test_design_gemm_silu(config, mnk):
     s, (A, W, C, Y), ax = design_schedule()
     M, N, K = mnk

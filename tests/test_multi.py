@@ -65,6 +65,7 @@ def test_the_mix_crosses_to_the_workers_as_it_is():
     assert again.shapes == mix.shapes and again.weights == mix.weights
 
 
+@pytest.mark.slow
 def test_two_workers_then_the_plan(tmp_path):
     """gpus=2 on the CPU: two worker processes share the study, nothing is measured twice, the study has
     the trials asked for, and this process's plan is the same kind of result as a one-worker study."""
@@ -83,6 +84,7 @@ def test_two_workers_then_the_plan(tmp_path):
     assert len(logs) >= 2 and all("(worker)" in p.read_text() for p in logs[-2:])
 
 
+@pytest.mark.slow
 def test_a_worker_that_dies_stalls_nobody(tmp_path):
     """Kill one of two workers as soon as the study has a finished trial: the other worker and this process
     finish the study (the killed worker's running trial goes stale on its heartbeat), nothing is lost."""

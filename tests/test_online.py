@@ -164,6 +164,7 @@ def _attention():
 
 @pytest.mark.parametrize("causal", [True, False])
 @pytest.mark.parametrize("config", [{"BM": 16, "BN": 16}, {"BM": 32, "BN": 16}, {"BM": 16, "BN": 32}])
+@pytest.mark.slow
 def test_attention_matches_float64(causal, config):
     att = _attention()
     s, args = att.make(causal=causal, d=32, dtype="float16")
@@ -176,6 +177,7 @@ def test_attention_matches_float64(causal, config):
         assert err < 2e-3, (sizes, err)  # float16 rounding of P and O
 
 
+@pytest.mark.slow
 def test_causal_attention_skips_the_masked_tiles():
     att = _attention()
     s, args = att.make(causal=True, d=32, dtype="float16")
@@ -188,6 +190,7 @@ def test_causal_attention_skips_the_masked_tiles():
     assert tc.lower(s2, {"BM": 16, "BN": 16}).source().count("tl.range(") == 1  # no mask: one loop
 
 
+@pytest.mark.slow
 def test_skip_masked_false_runs_every_tile_and_propagates_nan_as_written():
     att = _attention()
     q, k, v = att.inputs({"Z": 1, "H": 1, "N": 40}, DEVICE, d=32, dtype=torch.float16)
@@ -206,6 +209,7 @@ def test_skip_masked_false_runs_every_tile_and_propagates_nan_as_written():
     assert ref[0, 0, 39, 0].isnan()
 
 
+@pytest.mark.slow
 def test_skip_masked_as_a_flag_is_a_knob_the_tuner_searches():
     """Issue 23: primitives.md says a tc.flag goes wherever a primitive takes a bool, but online refused
     `skip_masked=tc.flag(...)` (and printed the flag's name as the value). It is a knob now: each choice
@@ -232,6 +236,7 @@ def test_skip_masked_as_a_flag_is_a_knob_the_tuner_searches():
 
 
 @pytest.mark.parametrize("split", [1, 4, 7])
+@pytest.mark.slow
 def test_decode_attention_split_in_parts_matches_float64(split):
     """One query, a long row of keys: the key loop in SPLIT parts, merged in order by the combine kernel."""
     att = _attention()
@@ -251,6 +256,7 @@ def test_decode_attention_split_in_parts_matches_float64(split):
         assert ((out - ref).norm() / ref.norm()).item() < 2e-3, sizes
 
 
+@pytest.mark.slow
 def test_decode_rows_give_the_same_bits_at_any_batch_size():
     att = _attention()
     s, args = att.make(causal=False, d=32, dtype="float16", split=True)
@@ -261,6 +267,7 @@ def test_decode_rows_give_the_same_bits_at_any_batch_size():
     assert torch.equal(whole[1], one[0]) and torch.equal(kern(q, k, v), whole)  # and run to run
 
 
+@pytest.mark.slow
 def test_the_tuner_searches_the_row_knobs_like_any_other():
     """examples/softmax.py's knobs (BLOCK: row-resident or looped, ROWS, warps) tuned on a mix where one
     shape's rows fit one tile and the other's do not; every measured config was checked on both."""
@@ -367,6 +374,7 @@ def test_a_row_of_minus_inf_in_a_reduction_that_runs_once_inside_a_spatial_loop(
 
 # --- a helper's review of the online lowering (scripts under the interpreter): regression tests first -----
 
+@pytest.mark.slow
 def test_a_where_in_another_stage_that_prints_like_the_mask_is_not_folded():
     """Review F1: the unmasked tiles' fold matched any where() whose text was the mask's, j <= i, also in a
     stage computed in the loop with axes of its own named j and i (V masked by key <= head dim): wrong values."""

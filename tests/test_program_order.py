@@ -61,6 +61,7 @@ def _run(s, args, sizes, config=None, special=False):
 
 @pytest.mark.parametrize("sizes", SIZES)
 @pytest.mark.parametrize("group", [1, 2, 3, 8])
+@pytest.mark.slow
 def test_swizzled_programs_write_every_tile_once(sizes, group):
     s, args, _ = gemm_silu_grouped(group=group)
     _run(s, args, sizes)
@@ -68,6 +69,7 @@ def test_swizzled_programs_write_every_tile_once(sizes, group):
 
 @pytest.mark.parametrize("sizes", SIZES)
 @pytest.mark.parametrize("flatten", [False, True])
+@pytest.mark.slow
 def test_persistent_programs_loop_over_every_tile(sizes, flatten):
     s, args, _ = gemm_silu_grouped(group=3, flatten=flatten)
     _run(s, args, sizes)

@@ -398,6 +398,7 @@ def test_constant_stage_converted_to_a_narrow_type():
     assert torch.equal(d, torch.full((5,), 100.0 / 3.0).half())
 
 
+@pytest.mark.slow
 def test_cuda_form_of_gpu_only_failures_compiles_for_sm90():
     """The H200 fuzz run found kernels the interpreter ran but Triton's GPU compiler refused or
     aborted on (seeds in tests/fuzz/gpu_cases). Triton compiles for sm_90 without a GPU, in a process

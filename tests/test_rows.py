@@ -61,6 +61,7 @@ def ran_program(kern):
 
 @pytest.mark.parametrize("explicit_exp", [False, True])
 @pytest.mark.parametrize("shape", [(5, 100), (3, 1024), (1, 1), (4, 1500)])
+@pytest.mark.slow
 def test_softmax_matches_torch_in_both_forms(shape, explicit_exp):
     s, X, Y = softmax_schedule(1024, explicit_exp)
     kern = tc.build(s, [X, Y])

@@ -65,6 +65,7 @@ def _run(s, args, sizes, config=None, special=False):
 
 @pytest.mark.parametrize("sizes", SIZES)
 @pytest.mark.parametrize("deterministic", [True, False])
+@pytest.mark.slow
 def test_split_k_matches_torch(sizes, deterministic):
     s, args, _ = schedule(3, deterministic)
     _run(s, args, sizes)
@@ -102,6 +103,7 @@ def test_two_kernels_a_workspace_and_the_epilogue_after_the_combine():
     assert "tl.atomic_add(C_part + " in atomic.source() and list(atomic.workspaces.values())[0][1]  # zeroed
 
 
+@pytest.mark.slow
 def test_deterministic_split_k_gives_the_same_bits_every_run():
     s, args, _ = schedule(5)
     kernel, (a, w), out = _run(s, args, (37, 45, 300))

@@ -103,6 +103,7 @@ def _one_line_error(rc: int, err: str, *parts: str) -> None:
     (_foreign_studies, "is the database of something else", "Give a new file"),
     (_edited, "cannot be read", "tilec forget"),
 ])
+@pytest.mark.slow
 def test_a_bad_study_file_is_one_tilec_error_and_left_byte_identical(tmp_path, make, says, fix):
     db = make(tmp_path / "tuning.db")
     url = f"sqlite:///{db}"
@@ -180,6 +181,7 @@ def test_tc_forget_drops_a_poisoned_study_and_its_name_tunes_again(tmp_path):
     assert not (tmp_path / "none.db").exists()
 
 
+@pytest.mark.slow
 def test_tune_fresh_and_tilec_forget_say_what_they_removed(tmp_path, monkeypatch):
     monkeypatch.setattr(measure, "default_timer", _timer)
     monkeypatch.setattr(sys, "path", list(sys.path))

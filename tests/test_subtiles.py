@@ -61,6 +61,7 @@ def _check(s, args, sizes, config=None, special=False):
 
 @pytest.mark.parametrize("sizes", SIZES)
 @pytest.mark.parametrize("bm, bn", [(16, 48), (16, 192), (48, 16), (16, 112), (32, 80)])
+@pytest.mark.slow
 def test_subtiled_gemm_matches_torch(bm, bn, sizes):
     s, args = gemm_silu(bm, bn)
     _check(s, args, sizes)

@@ -63,6 +63,7 @@ def test_design_schedule_replays():
 
 
 @pytest.mark.parametrize("name", NAMES)
+@pytest.mark.slow
 def test_example_replays(name):
     s, args = importlib.import_module(name).make()
     assert len(s.trace) > 0
@@ -342,6 +343,7 @@ def test_knobs_survive_replay():
 # (f) every primitive round-trips
 
 
+@pytest.mark.slow
 def test_every_primitive_round_trips():
     M, N = tc.size_vars("M N")
     X = tc.placeholder((M, N), "float32", name="X")
@@ -413,6 +415,7 @@ def _twins() -> tc.Schedule:
     return s
 
 
+@pytest.mark.slow
 def test_compute_with_round_trips():
     s = _twins()
     assert s.log[-1] == "U: compute_with(G, ko)" and "U.compute_with(G, G_ko)" in str(s.trace)

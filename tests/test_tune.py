@@ -35,6 +35,7 @@ def _timer_from(table):
 
 
 @pytest.mark.parametrize("share_a,winner", [(0.6, 4), (0.7, 8)])
+@pytest.mark.slow
 def test_weights_change_the_winner(tmp_path, share_a, winner):
     """Old config (warps=4): 10 us on A and B. New (warps=8): 5 us on A, 20 us on B. The new one is
     better only when A's share of the calls exceeds 2/3."""
@@ -52,6 +53,7 @@ def test_weights_change_the_winner(tmp_path, share_a, winner):
     assert "break-even" in tuned.plan and "chosen:" in tuned.plan
 
 
+@pytest.mark.slow
 def test_tuned_dispatches_checks_and_serves_other_shapes(tmp_path):
     s, args = tune_case.make()
     tuned = tc.tune(s, tune_case.MIX, trials=6, args=args, reference=tune_case.reference,
@@ -121,6 +123,7 @@ def test_tuned_dump_writes_the_file_a_call_of_the_shape_runs(tmp_path):
         tuned.dump(M=-1)
 
 
+@pytest.mark.slow
 def test_identical_configs_are_not_measured_twice(tmp_path, monkeypatch):
     s, args = tune_case.make()
     measured = []
@@ -142,6 +145,7 @@ def test_identical_configs_are_not_measured_twice(tmp_path, monkeypatch):
     assert all(t["value"] is not None for t in dups if t["state"] == "COMPLETE")
 
 
+@pytest.mark.slow
 def test_pruned_configs_never_compile(tmp_path, monkeypatch):
     s, args = tune_case.make()
     built = []
@@ -162,6 +166,7 @@ def test_pruned_configs_never_compile(tmp_path, monkeypatch):
     assert all(c not in built for c in (t["config"] for t in pruned))
 
 
+@pytest.mark.slow
 def test_failed_candidates_are_recorded_and_never_win(tmp_path):
     s, args = tune_case.make()
 
@@ -229,6 +234,7 @@ def _finished(storage, study):
     return st, [t for t in st.trials if t.state.is_finished()]
 
 
+@pytest.mark.slow
 def test_resume_after_a_killed_worker(tmp_path):
     storage = f"sqlite:///{tmp_path / 'k.db'}"
     p = _spawn(storage, 10, "worker", "killed")
@@ -276,6 +282,7 @@ def _two_workers(storage, study):
     assert len(measured) >= 1
 
 
+@pytest.mark.slow
 def test_two_workers_share_a_sqlite_study(tmp_path):
     _two_workers(f"sqlite:///{tmp_path / 'two.db'}", "two")
 
@@ -288,6 +295,7 @@ def test_two_workers_share_a_postgres_study():
     _two_workers(url, name)
 
 
+@pytest.mark.slow
 def test_report_plot(tmp_path):
     pytest.importorskip("matplotlib")
     s, args = tune_case.make()
@@ -388,6 +396,7 @@ def test_seeds_give_each_shape_its_own_distinct_configs():
         assert all(b > a * 1.01 for a, b in zip(est, est[1:])), est
 
 
+@pytest.mark.slow
 def test_a_space_the_trials_cover_is_searched_whole_unseeded(tmp_path):
     # seeds in a grid search only measured some configs twice: each config once, none marked a seed
     s, args = tune_case.make()
@@ -402,6 +411,7 @@ def test_a_space_the_trials_cover_is_searched_whole_unseeded(tmp_path):
 
 @pytest.mark.parametrize("terminal, progress, shown", [(True, None, True), (False, None, False),
                                                       (True, False, False), (False, True, True)])
+@pytest.mark.slow
 def test_progress_is_shown_on_a_terminal_by_default(tmp_path, monkeypatch, capsys, terminal, progress, shown):
     """tc.tune's progress bar: on by default where stderr is a terminal, off elsewhere (logs, CI);
     progress=True/False overrides it. It is tilec's (configs measured, the best time in microseconds),
@@ -444,6 +454,7 @@ def test_trials_counts_measured_configs_not_repeats_or_pruned(tmp_path):
     assert not [t for t in trials if t["measured"] and "duplicate_of" in t]
 
 
+@pytest.mark.slow
 def test_seeds_leave_half_the_trials_to_the_sampler(tmp_path):
     """With --trials 8, every trial was a cost-model seed: seeds=8 took all 8 and the sampler none."""
     s, args = tune_case.make()
@@ -456,6 +467,7 @@ def test_seeds_leave_half_the_trials_to_the_sampler(tmp_path):
 
 
 @pytest.mark.parametrize("trials", [10, 20])  # the sampler (TPE) and the grid (the space fits the trials)
+@pytest.mark.slow
 def test_a_space_with_fewer_configs_than_trials_is_measured_whole_and_warns(tmp_path, trials):
     s, args = tune_case.make()
     s.cache_read(args[0], "shared", readers=[s[args[2]]]).compute_at(s[args[2]], s[args[2]].leaves[2])

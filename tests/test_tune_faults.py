@@ -120,6 +120,7 @@ def _measured_once(trials) -> list[tuple]:
 
 # -- faults in candidates -------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_faults_become_failed_trials_and_the_study_goes_on(tmp_path, monkeypatch):
     """Every config of the 16-point grid once (no seeds); six of them crash, hang or fail like a GPU."""
     faults = {(16, 16, 16, 4): ("segv", "died of SIGSEGV (a segmentation fault"),
@@ -175,6 +176,7 @@ def test_a_worker_killed_from_outside_is_retried_once(tmp_path):
              r"reference hangs, or give a larger timeout="),
 ])
 @needs_fork
+@pytest.mark.slow
 def test_a_reference_that_fails_stops_tuning_with_the_reason(tmp_path, fault, match):
     def reference(a, w):
         if fault == "raise":
@@ -190,6 +192,7 @@ def test_a_reference_that_fails_stops_tuning_with_the_reason(tmp_path, fault, ma
 
 
 @needs_fork
+@pytest.mark.slow
 def test_parallel_jobs_measure_each_config_once(tmp_path):
     """Three trials of one config run side by side with two jobs: one measures, the others wait and copy."""
     log = tmp_path / "measured.log"
@@ -215,6 +218,7 @@ def test_parallel_jobs_measure_each_config_once(tmp_path):
     _measured_once(tuned.study.trials)
 
 
+@pytest.mark.slow
 def test_parallel_jobs_measure_no_more_configs_than_trials(tmp_path):
     """On the H200, `--trials 24` with 4 jobs measured 27 configs: the last jobs each started a trial
     while 23 were measured. Jobs now start no more trials than configs are still wanted."""
@@ -226,6 +230,7 @@ def test_parallel_jobs_measure_no_more_configs_than_trials(tmp_path):
 
 # -- signals ----------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_sigterm_and_sigint_fail_the_running_trial_requeue_it_and_resume(tmp_path):
     url = f"sqlite:///{tmp_path / 's.db'}"
     results = 0
@@ -276,6 +281,7 @@ def _processes_with(mark: str) -> list[int]:
     return pids
 
 
+@pytest.mark.slow
 def test_sigkill_of_the_tuning_process_leaves_no_worker_and_loses_no_trial(tmp_path):
     url, mark = f"sqlite:///{tmp_path / 'k.db'}", f"TILEC_TEST_MARK={uuid.uuid4().hex}"
     key, value = mark.split("=")
@@ -308,6 +314,7 @@ def test_sigkill_of_the_tuning_process_leaves_no_worker_and_loses_no_trial(tmp_p
 
 # -- worker processes that start fresh (spawn), and what a pool refuses ------------------------------
 
+@pytest.mark.slow
 def test_spawned_workers_rebuild_the_schedule_from_the_file_and_survive_faults(tmp_path, monkeypatch, capfd):
     """What a GPU host does (workers start in a fresh interpreter from the recipe file), on a CPU. The
     zygote starts without runpy's RuntimeWarning (seen on the H200 with `python -m tilec.tune.workers`)."""
@@ -348,6 +355,7 @@ def test_malformed_times_from_a_worker_fail_the_trial(tmp_path, monkeypatch):
                 storage=f"sqlite:///{tmp_path / 't.db'}")
 
 
+@pytest.mark.slow
 def test_a_recipe_that_builds_another_schedule_is_refused(tmp_path, monkeypatch):
     case = tmp_path / "drifting.py"
     case.write_text((HERE / "tune_case.py").read_text().replace(
@@ -484,6 +492,7 @@ def _incompatible_optuna_db(p: Path) -> Path:
     (lambda d: "postgresql://", r"cannot connect to storage postgresql:// within 10 s"),
     (lambda d: "mysql://u@127.0.0.1/none", r"needs a database driver that is not installed"),
 ])
+@pytest.mark.slow
 def test_hostile_storages_are_refused_and_left_untouched(tmp_path, make, match):
     url = make(tmp_path)
     if url.startswith("postgresql") and not _pg_driver():
@@ -710,6 +719,7 @@ def _killed_before_the_first_beat(storage):
     return st.trials[0]
 
 
+@pytest.mark.slow
 def test_a_worker_killed_before_its_first_heartbeat_leaves_no_running_trial(tmp_path):
     storage = f"sqlite:///{tmp_path / 'b.db'}"
     dead = _killed_before_the_first_beat(storage)
@@ -721,6 +731,7 @@ def test_a_worker_killed_before_its_first_heartbeat_leaves_no_running_trial(tmp_
     assert states[dead.number] == FAIL and RUNNING not in states.values(), states
 
 
+@pytest.mark.slow
 def test_a_running_trial_that_never_beat_is_failed_after_the_beatless_limit(tmp_path):
     db = tmp_path / "b.db"
     dead = _killed_before_the_first_beat(f"sqlite:///{db}")

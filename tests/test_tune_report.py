@@ -69,6 +69,7 @@ def test_best_so_far_is_the_running_minimum_in_trial_order():
     assert best_so_far([]) == []
 
 
+@pytest.mark.slow
 def test_the_picture_data_counts_each_config_once(tuned):
     t, _ = tuned
     data = report_data(t)
