@@ -1,8 +1,10 @@
 """Hostile and odd input: each gets a `tilec.TilecError` (usually `ArgumentError`) that names what was
 wrong and what would be right, nothing else is harmed, and no user string reaches generated code unchecked.
 
-Sections: names (Triton's launch keywords, isl's keywords, the names generated code uses, names that try
-to escape into the source), facts (`tc.assume`), knobs and configs, constants, tensors at call time
+Sections: names (each list of tilec/ir/names.py, whole, through every API that takes a name: Triton's
+launch keywords, the generated module's names, isl's and Python's keywords, strings that try to escape into
+the source; then tables of names in every role whose generated source must be the control program renamed,
+and a handful of programs run, showing that the lists are what keep the generated code working), facts (`tc.assume`), knobs and configs, constants, tensors at call time
 (aliasing `out=`, strided and odd inputs, zero-size dims, autograd), and the int64 index path.
 """
 
@@ -10,8 +12,10 @@ import ast
 import dataclasses
 import enum
 import inspect
+import io
 import keyword
 import re
+import tokenize
 import unicodedata
 
 import pytest
@@ -74,9 +78,10 @@ def reduction_kernel(op="sum"):
     return tc.build(tc.create_schedule(R), [X, R])
 
 
-def gemm_silu_kernel():
-    """DESIGN.md section 1's fused GEMM + SiLU (float32, 16x16x16 tiles, no pipeline)."""
-    s, (A, W, C, Y), _ = design_schedule(tiles=(16, 16, 16), stages=None)
+def gemm_silu_kernel(names=None):
+    """DESIGN.md section 1's fused GEMM + SiLU (float32, 16x16x16 tiles, no pipeline); `names` renames any
+    of its tensors A, W, C, Y."""
+    s, (A, W, C, Y), _ = design_schedule(tiles=(16, 16, 16), stages=None, names=names)
     return tc.build(s, [A, W, Y])
 
 
@@ -101,21 +106,44 @@ def gemm():
 
 
 # ---------------------------------------------------------------------------------------------
-# names: Triton's launch keywords
-
-LAUNCH_SAMPLE = ["grid", "warmup", "self", "num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion",
-                 "debug", "stream", "device", "device_type", "instrumentation_mode", "backend", "options",
-                 "specialize_impl", "launch_pdl", "waves_per_eu"]
+# names: the rules of tilec/ir/names.py, each list checked whole through every API that takes a name
+# (cheap: nothing is built); then a handful of programs, built and run, showing the lists are what keep
+# the generated code working
 
 
-@pytest.mark.parametrize("api", list(NAMERS))
-@pytest.mark.parametrize("bad", LAUNCH_SAMPLE)
-def test_name_of_a_triton_launch_keyword(api, bad):
+def refusals(names, expect, apis=NAMERS):
+    """Call every API in `apis` with every name; `expect(api, name)` is the regex the ArgumentError must match,
+    or None where the name must be accepted. Returns one line per failure (for one assertion message)."""
+    failures = []
+    for api in apis:
+        for name in names:
+            want = expect(api, name)
+            try:
+                NAMERS[api](name)
+            except tc.ArgumentError as e:
+                if want is None:
+                    failures.append(f"{api}({name!r}) refused: {e}")
+                elif not re.search(want, str(e)):
+                    failures.append(f"{api}({name!r}): {e}\n    does not match {want!r}")
+                continue
+            if want is not None:
+                failures.append(f"{api}({name!r}) was accepted; expected an error matching {want!r}")
+    return failures
+
+
+def test_every_triton_launch_keyword_is_refused_by_every_api():
     # a tensor named `grid` used to crash the launch (fn[grid](grid=...) has two values for `grid`), and a
     # size named `num_warps` silently replaced the kernel's warp count on the GPU
-    with pytest.raises(tc.ArgumentError, match=rf"{WHAT[api]}: '{bad}' is reserved: Triton's kernel launch takes it "
-                                               rf"as a keyword.*pick another name, e.g. '{bad}_'"):
-        NAMERS[api](bad)
+    def expect(api, bad):
+        hint = {"num_stages": r"; pipeline\(axis, stages=tc\.knob", "num_warps": r"; num_warps\(tc\.knob"}.get(bad, "")
+        return (rf"^{WHAT[api]}: '{bad}' is reserved: Triton's kernel launch takes it as a keyword.*launch{hint}.* "
+                rf"\(docs/schedule\.md.*pick another name, e\.g\. '{bad}_'$")
+
+    names = sorted(tc_names.LAUNCH_KEYWORDS)
+    assert {"grid", "warmup", "self", "num_warps", "num_stages", "debug", "device", "backend"} <= set(names)
+    failures = refusals(names, expect)
+    failures += refusals([n + "_" for n in names], lambda api, n: None)  # the suggested name is a good one
+    assert not failures, "\n".join(failures)
 
 
 def test_launch_keywords_cover_the_installed_triton():
@@ -134,35 +162,34 @@ def test_launch_keywords_cover_the_installed_triton():
     except ImportError:  # pragma: no cover - a Triton without the AMD backend
         pass
     assert want <= tc_names.LAUNCH_KEYWORDS, sorted(want - tc_names.LAUNCH_KEYWORDS)
-    for name in sorted(tc_names.LAUNCH_KEYWORDS):
-        with pytest.raises(tc.ArgumentError, match="Triton's kernel launch"):
-            tc_names.check_name(name, "placeholder name")
 
 
-@pytest.mark.parametrize("bad", ["libdevice", "interpreter_semantic"])
-def test_name_of_a_module_the_generated_code_uses(bad):
-    # `libdevice.tanh(x)` (CUDA) and the interpreter's `interpreter_semantic` would resolve to the tensor
-    with pytest.raises(tc.ArgumentError, match=rf"placeholder name: '{bad}' is reserved for the generated code"):
-        tc.placeholder((4,), "float32", name=bad)
+def test_every_name_the_generated_module_uses_is_refused_by_every_api():
+    # `tl`, `triton`, `libdevice.tanh(x)` (CUDA), `float("inf")`, and the interpreter's `interpreter_semantic`
+    # would resolve to the user's tensor; names starting with '_' are the generated code's too
+    names = sorted(tc_names.RESERVED) + ["_", "__", "_A", "__import__", "__class__", "__init__"]
+    assert {"tl", "triton", "torch", "libdevice", "interpreter_semantic", "pid", "float"} <= set(names)
+    failures = refusals(names, lambda api, bad: rf"^{WHAT[api]}: '{bad}' is reserved for the generated code "
+                                                rf"\(names starting with '_' and {', '.join(sorted(tc_names.RESERVED))}\)"
+                                                rf"; pick another name$")
+    assert not failures, "\n".join(failures)
 
 
-# ---------------------------------------------------------------------------------------------
-# names: isl's keywords (size names are isl parameters)
-
-ISL_SAMPLE = ["floor", "mod", "nan", "NaN", "infty", "Infty", "infinity", "exists", "ceild", "floord", "rat",
-              "implies", "true", "FALSE", "Ceil", "MIN"]
-
-
-@pytest.mark.parametrize("bad", ISL_SAMPLE)
-@pytest.mark.parametrize("api", ["size_vars", "placeholder"])
-def test_name_of_an_isl_keyword(api, bad):
+def test_every_isl_keyword_in_any_case_is_refused_by_every_api():
     # a size named `nan` or `floor` used to fail inside isl ("syntax error in isl_stream.c") at build
-    if bad.lower() in ("min", "max"):
-        match = rf"{WHAT[api]}: '{bad}' is reserved"
-    else:
-        match = rf"{WHAT[api]}: '{bad}' is reserved: isl.*reads it as a keyword.*pick another name, e.g. '{bad}_'"
-    with pytest.raises(tc.ArgumentError, match=match):
-        NAMERS[api](bad)
+    spellings = sorted({s for w in tc_names.ISL_KEYWORDS for s in (w, w.upper(), w.capitalize())}
+                       | {"NaN", "Infty", "FALSE", "cEiLd"})
+
+    def expect(api, bad):
+        if keyword.iskeyword(bad):  # and, or, not, True, False: Python's keywords first
+            return rf"^{WHAT[api]}: '{bad}' is a Python keyword"
+        if bad in tc_names.RESERVED:  # min, max: reserved for the generated code next
+            return rf"^{WHAT[api]}: '{bad}' is reserved for the generated code"
+        return rf"^{WHAT[api]}: '{bad}' is reserved: isl.*reads it as a keyword.*pick another name, e\.g\. '{bad}_'$"
+
+    failures = refusals(spellings, expect)
+    failures += refusals([w + "_" for w in spellings], lambda api, n: None)
+    assert not failures, "\n".join(failures)
 
 
 def test_isl_keywords_are_what_isl_refuses():
@@ -183,25 +210,52 @@ def test_isl_keywords_are_what_isl_refuses():
         assert parses(word), word
 
 
-def test_isl_keyword_size_used_to_break_build():
-    # the control: the same program with an ordinary size name builds and runs
-    for name, ok in [("floor", False), ("floor_", True)]:
-        try:
-            (F,) = tc.size_vars([name])
-        except tc.ArgumentError:
-            assert not ok
-            continue
-        X = tc.placeholder((F,), "float32", name="X")
-        Z = tc.compute((F,), lambda i, X=X: X[i] + 1.0, name="Z")
-        x = torch.randn(5)
-        torch.testing.assert_close(tc.build(tc.create_schedule(Z), [X, Z])(x), x + 1)
+def test_every_python_keyword_is_refused_and_soft_keywords_are_names():
+    # `class` or `None` would be a syntax error in the source; `match`, `case`, `type`, `_` are soft keywords
+    # (ordinary identifiers; `_` is refused as the generated code's)
+    failures = refusals(keyword.kwlist, lambda api, bad: rf"^{WHAT[api]}: '{bad}' is a Python keyword, and names "
+                                                         rf"become variables.*e\.g\. '{bad}_'$")
+    failures += refusals([w for w in keyword.softkwlist if w != "_"], lambda api, n: None)
+    assert not failures, "\n".join(failures)
+
+
+NOT_IDENTIFIERS = ["A); import os #", 'A"', "A'", "a\nb", "A\n", "A\\", "A.b", "A[0]", "A b", "", " ", "\tA", "1A",
+                   "A\x00", "名前", "ſ", "ﬁ", "Ａ", "Ⅸ", "A\u200b", "é", "A-B", "A\r", "A\u2028"]
+
+
+def test_every_string_that_is_no_plain_ascii_identifier_is_refused_by_every_api():
+    # quotes, newlines, code, NUL, non-ASCII letters (which Python would NFKC-fold: ſ -> s, ﬁ -> fi,
+    # Ａ -> A) and zero-width characters never reach the source
+    failures = refusals(NOT_IDENTIFIERS, lambda api, bad: rf"^{WHAT[api]}: {re.escape(repr(bad))} is not a valid "
+                                                          rf"identifier; names become variables.*e\.g\. 'A' or 'k'$")
+    failures += refusals([None, 3, b"A", ("A",)], lambda api, bad: rf"^{WHAT[api]}: expected a name \(str\), got "
+                                                                  rf"{type(bad).__name__} {re.escape(repr(bad))}$")
+    assert not failures, "\n".join(failures)
+
+
+def test_odd_but_legal_names_are_accepted_by_every_api():
+    # builtins the generated code does not use, soft keywords, names like the generated code's own
+    # temporaries (the lowering keeps those apart: see the tables below), long names
+    names = ["print", "len", "exec", "eval", "open", "globals", "match", "case", "type", "inf", "x", "e", "offs_i",
+             "acc_S", "S_val", "Z_kernel", "stride_X_0", "io", "A_", "a1", "A" * 200]
+    failures = refusals(names, lambda api, n: None)
+    assert not failures, "\n".join(failures)
+
+
+def test_lambda_parameters_are_normalized_by_python():
+    # `ſ` NFKC-normalizes to `s`: Python names the parameter `s`, so the axis is the plain `s`
+    X = tc.placeholder((4,), "float32", name="X")
+    Z = tc.compute((4,), function_of(["ſ"], lambda a: X[a] * 2.0), name="Z")
+    assert [a.name for a in Z.axis] == ["s"]
+    with pytest.raises(tc.ArgumentError, match=r"axis name: '名前' is not a valid identifier"):
+        tc.compute((4,), function_of(["名前"], lambda a: X[a] * 2.0), name="Z2")
 
 
 # ---------------------------------------------------------------------------------------------
-# names the generated code uses for itself: a user name equal to one is correct or refused clearly
+# names: the program every name below is tried in, its source's checks, and the lists shown to guard it
 
-GENERATED = ["offs_i", "mask_i", "offs_k", "acc_S", "S_val", "Z_val", "x_tile", "x", "e", "n", "d", "r", "io", "ii",
-             "ko", "ki", "jo", "stride_X_0", "stride_Z_1", "Z_kernel", "S_kernel", "i", "j", "k", "N"]
+ROLES = ["placeholder", "compute", "size", "reduce_axis", "axis", "knob"]
+NEUTRAL = "qq"  # a name nothing else in the programs uses: the control each odd name's source is compared with
 
 
 def collision_program(role, name):
@@ -223,49 +277,60 @@ def collision_reference(x):
     return torch.tanh(x) + x.sum(1, keepdim=True) // 3.0 + x % 2.0
 
 
-@pytest.mark.parametrize("role", ["placeholder", "compute", "size", "reduce_axis", "axis", "knob"])
-@pytest.mark.parametrize("name", GENERATED)
-@pytest.mark.slow
-def test_name_the_generated_code_uses(role, name):
-    if name == "N" and role == "size":
-        pytest.skip("two sizes of one name are one size")
-    try:
-        kern = collision_program(role, name)
-    except tc.LoweringError as e:
-        assert re.search(rf"the name '{name}' is used for two different things in kernel \w+ .*rename one", str(e))
-        return
-    except tc.ArgumentError as e:  # a name the user gave twice (an axis named like the other axis)
-        assert re.search(r"axis names must differ|two different tensors", str(e)), str(e)
-        return
-    x = torch.randn(5, 19)
-    torch.testing.assert_close(kern(x), collision_reference(x), rtol=1e-5, atol=1e-5)
+@pytest.fixture
+def unchecked_primitives(monkeypatch):
+    """Schedule primitives skip their own isl check (it is the same for every name): `tc.build` still checks
+    the whole schedule once, so a table of a hundred names builds in a second or two."""
+    from tilec.schedule import schedule as schedule_mod
+    monkeypatch.setattr(schedule_mod, "_primitive_check", lambda sched, **kw: None)
+    monkeypatch.setattr(schedule_mod, "_choices_check", None)
 
 
-@pytest.mark.parametrize("name", ["a_tile", "w_tile", "acc_C", "C_val", "Y_val", "x", "offs_i", "mask_j", "io",
-                                  "stride_A_0", "C_local", "A_shared", "C_kernel", "Y_kernel"])
-@pytest.mark.parametrize("role", ["A", "W", "Y"])
-@pytest.mark.slow
-def test_name_the_fused_gemm_uses(role, name):
-    # cache_read tiles, the cache_write accumulator and the SiLU epilogue's temporary, named by the user
-    s, (A, W, C, Y), _ = design_schedule(tiles=(16, 16, 16), stages=None, names={role: name})
-    try:
-        kern = tc.build(s, [A, W, Y])
-    except tc.LoweringError as e:
-        assert re.search(rf"the name '{name}' is used for two different things", str(e))
-        return
-    a, w = torch.randn(20, 40), torch.randn(40, 18)
-    torch.testing.assert_close(kern(a, w), torch.nn.functional.silu(a @ w), rtol=1e-4, atol=1e-4)
+def renamed(source: str, control: str) -> str | None:
+    """None if `source` is `control` with its identifiers renamed one-to-one (comments aside) within each
+    kernel, and the kernels' own names one-to-one among the module's names: the same program. Otherwise the
+    first token where they differ, or the name that stands for two of the other's names (a user's name
+    shadowing a generated one). Each kernel is a scope of its own: they never name each other's variables."""
+    def tokens(text):
+        return [t for t in tokenize.generate_tokens(io.StringIO(text).readline)
+                if t.type not in (tokenize.COMMENT, tokenize.NL)]
+
+    a, b = tokens(source), tokens(control)
+    module = ({}, {})
+    there, back = module
+    after_def = False
+    for ta, tb in zip(a, b):
+        if ta.type != tb.type or (ta.type != tokenize.NAME and ta.string != tb.string):
+            return f"line {ta.start[0]}: {ta.string!r} where the control has {tb.string!r}"
+        if ta.type != tokenize.NAME:
+            continue
+        if after_def:  # a kernel's name: the module's; what follows is the kernel's own scope
+            there, back = module
+        if there.setdefault(ta.string, tb.string) != tb.string:
+            return f"line {ta.start[0]}: {ta.string!r} stands for both {there[ta.string]!r} and {tb.string!r}"
+        if back.setdefault(tb.string, ta.string) != ta.string:
+            return f"line {ta.start[0]}: {back[tb.string]!r} and {ta.string!r} both stand for {tb.string!r}"
+        if after_def:
+            there, back = {}, {}
+        after_def = ta.string == "def" and ta.start[1] == 0
+    return None if len(a) == len(b) else f"{len(a)} tokens, the control {len(b)}"
 
 
-# ---------------------------------------------------------------------------------------------
-# names that try to reach the emitted source
+def test_renamed_sees_a_shadowing_name():
+    # the comparison itself: a consistent renaming is the same program; a name reused for a second thing is
+    # not; each kernel is a scope of its own (a kernel's parameter may take another kernel's or its own name)
+    control = "def f(A, B):\n    x = A + 1  # A\n    return x * B\n\n\ndef g(C):\n    return C\n"
+    assert renamed(control.replace("A", "qq"), control) is None
+    assert renamed(control.replace("x", "x_1"), control) is None
+    assert renamed(control.replace("C", "x"), control) is None
+    assert renamed(control.replace("(C)", "(g)").replace("return C", "return g"), control) is None
+    assert "stands for both" in renamed(control.replace("A", "x"), control)
+    assert "stands for both" in renamed(control.replace("B", "x"), control)
+    assert "both stand for" in renamed(control.replace("return x", "return y"), control)
+    assert "stands for both" in renamed(control.replace("def g", "def f"), control)
+    assert renamed(control.replace("+ 1", "- 1"), control) is not None
 
-HOSTILE = ["A); import os #", 'A"', "A'", "a\nb", "A\n", "A\\", "A.b", "A[0]", "A b", "", " ", "\tA", "1A", "A\x00",
-           "__import__", "__class__", "__init__", "_", "__", "_A", "名前", "ſ", "ﬁ", "Ａ", "Ⅸ", "A\u200b", "é",
-           "class", "None", "True", "lambda", "import", "match", "case", "type", "print", "len", "exec", "eval",
-           "open", "globals", "float", "int", "range", "abs", "tl", "triton", "libdevice", "torch", "pid", "self",
-           "grid", "num_warps", "floor", "nan", "inf", "x", "e", "offs_i", "A" * 200]
-ROLES = ["placeholder", "compute", "size", "reduce_axis", "axis", "knob"]
+
 CALLS_OK = {"float"}  # builtins the generated code may call; everything else is tl.*, libdevice.* or .to()
 STRINGS_OK = {"inf", "-inf", "ieee"}  # float("inf"); tl.dot(..., input_precision="ieee")
 IMPORTS_OK = {"import triton", "import triton.language as tl", "from triton.language.extra import libdevice"}
@@ -303,38 +368,128 @@ def assert_clean_source(source: str):
         assert line.isascii(), line
 
 
-@pytest.mark.parametrize("role", ROLES)
-@pytest.mark.parametrize("name", HOSTILE, ids=[ascii(n)[:24] for n in HOSTILE])
-@pytest.mark.slow
-def test_hostile_name_never_reaches_the_source(role, name):
-    if role == "axis" and (not name.isidentifier() or keyword.iskeyword(name)):
-        pytest.skip("Python itself refuses this as a parameter name")
+def name_in_program(role, name, controls):
+    """Build the collision program with `name` in `role`: None if it is refused clearly (ArgumentError) or
+    the lowering says the name is taken (LoweringError); else a failure line if its source is not clean or
+    not the control's program renamed. `controls` caches the control (NEUTRAL in the role) per role."""
     reached = unicodedata.normalize("NFKC", name) if role == "axis" else name  # Python normalizes parameters
     try:
         kern = collision_program(role, name)
     except tc.ArgumentError as e:
-        assert re.search(r"is not a valid identifier|is a Python keyword|is reserved|expected a name", str(e)), str(e)
-        return
+        if not re.search(r"is not a valid identifier|is a Python keyword|is reserved|expected a name"
+                         r"|axis names must differ|two different tensors", str(e)):
+            return f"{role}={name!r}: {e}"
+        return None
     except tc.LoweringError as e:
-        assert "is used for two different things" in str(e), str(e)
-        return
-    # accepted: then it is a plain ASCII identifier, the source is the template, and the kernel is right
-    assert reached.isascii() and reached.isidentifier() and not keyword.iskeyword(reached)
-    assert not reached.startswith("_")
+        if not re.search(rf"the name {re.escape(repr(reached))} is used for two different things in kernel \w+ "
+                         r".*rename one", str(e)):
+            return f"{role}={name!r}: {e}"
+        return None
+    except Exception as e:  # anything else: the name broke the build
+        return f"{role}={name!r}: {type(e).__name__}: {e}"
+    # accepted: then it is a plain ASCII identifier, the source is the template, and it is the control's
+    # program with the name in the role (nothing the generated code names is shadowed)
+    if not (reached.isascii() and reached.isidentifier() and not keyword.iskeyword(reached)
+            and not reached.startswith("_")):
+        return f"{role}={name!r} accepted as {reached!r}"
+    if role not in controls:
+        controls[role] = collision_program(role, NEUTRAL)
+    failures = []
+    sizes = {"size": reached} if role == "size" else {}
+    try:  # the whole file a call runs, with its launch code (names passed by keyword), is Python
+        compile(kern.file_text(**{sizes.get("size", "M"): 5, "N": 19}), "<tilec file>", "exec")
+    except SyntaxError as e:
+        failures.append(f"{role}={name!r}: the kernel file is no Python: {e}")
+    for int64 in (False, True):
+        source, control = kern._program(int64).source(), controls[role]._program(int64).source()
+        try:
+            assert_clean_source(source)
+        except AssertionError as e:
+            failures.append(f"{role}={name!r}{' (int64)' * int64}: not clean: {e}")
+        if re.search(rf"\b{re.escape(reached)}\b", source) is None:
+            failures.append(f"{role}={name!r}{' (int64)' * int64}: the name is not in the source")
+        why = renamed(source, control)
+        if why:
+            failures.append(f"{role}={name!r}{' (int64)' * int64}: not the control's program renamed: {why}")
+    return "\n".join(failures) or None
+
+
+# names the generated code uses for itself: a user name equal to one is correct or refused clearly
+GENERATED = ["offs_i", "mask_i", "offs_k", "acc_S", "S_val", "Z_val", "x_tile", "x", "e", "n", "d", "r", "io", "ii",
+             "ko", "ki", "jo", "stride_X_0", "stride_Z_1", "Z_kernel", "S_kernel", "i", "j", "k", "N"]
+
+# names that try to reach the emitted source
+HOSTILE = ["A); import os #", 'A"', "A'", "a\nb", "A\n", "A\\", "A.b", "A[0]", "A b", "", " ", "\tA", "1A", "A\x00",
+           "__import__", "__class__", "__init__", "_", "__", "_A", "名前", "ſ", "ﬁ", "Ａ", "Ⅸ", "A\u200b", "é",
+           "class", "None", "True", "lambda", "import", "match", "case", "type", "print", "len", "exec", "eval",
+           "open", "globals", "float", "int", "range", "abs", "tl", "triton", "libdevice", "torch", "pid", "self",
+           "grid", "num_warps", "floor", "nan", "inf", "x", "e", "offs_i", "A" * 200]
+
+
+@pytest.mark.slow
+def test_name_the_generated_code_uses(unchecked_primitives):
+    # each name the generated code gives a tile, loop, temporary, stride or kernel, given by the user to each
+    # role: refused clearly, or the source is the control's program renamed one-to-one (nothing shadowed)
+    controls = {}
+    failures = [f for role in ROLES for name in GENERATED
+                if not (name == "N" and role == "size")  # two sizes of one name are one size
+                and (f := name_in_program(role, name, controls))]
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.slow
+def test_hostile_name_never_reaches_the_source(unchecked_primitives):
+    # every hostile name in every role: refused, or a plain identifier that reaches the source only as itself
+    controls = {}
+    failures = [f for role in ROLES for name in HOSTILE
+                if not (role == "axis" and (not name.isidentifier() or keyword.iskeyword(name)))  # Python refuses it
+                and (f := name_in_program(role, name, controls))]
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("role,name", [("compute", "x"), ("axis", "e"), ("knob", "x_tile"), ("placeholder", "match"),
+                                       ("size", "print"), ("reduce_axis", "ko"), ("axis", "ſ"), ("compute", "A" * 200),
+                                       ("placeholder", "Z_kernel")],
+                         ids=lambda v: ascii(v)[:12])
+def test_odd_name_end_to_end(role, name):
+    # a sample of the tables above, run (each role at least once, so each role's control program, which the
+    # tables compare every accepted name's source with, is shown right): the name reaches the source and the
+    # kernel is right; a tensor named like a kernel is launched through an alias of the kernel
+    kern = collision_program(role, name)
     assert_clean_source(kern.source)
-    assert_clean_source(kern._program(True).source())
-    assert reached in kern.source
+    assert unicodedata.normalize("NFKC", name) in kern.source
     x = torch.randn(5, 19)
     torch.testing.assert_close(kern(x), collision_reference(x), rtol=1e-5, atol=1e-5)
 
 
-def test_lambda_parameters_are_normalized_by_python():
-    # `ſ` NFKC-normalizes to `s`: Python names the parameter `s`, so the axis is the plain `s`
-    X = tc.placeholder((4,), "float32", name="X")
-    Z = tc.compute((4,), function_of(["ſ"], lambda a: X[a] * 2.0), name="Z")
-    assert [a.name for a in Z.axis] == ["s"]
-    with pytest.raises(tc.ArgumentError, match=r"axis name: '名前' is not a valid identifier"):
-        tc.compute((4,), function_of(["名前"], lambda a: X[a] * 2.0), name="Z2")
+def test_name_the_generated_code_uses_refused_end_to_end():
+    # a tensor named like the offsets of the axis it is indexed by: the lowering says so (no wrong kernel)
+    with pytest.raises(tc.LoweringError, match=r"the name 'offs_i' is used for two different things in kernel S "
+                                               r"\(a tensor, size, knob or axis\); rename one"):
+        collision_program("placeholder", "offs_i")
+
+
+GUARDED = [("placeholder", "grid", "LAUNCH_KEYWORDS"), ("placeholder", "warmup", "LAUNCH_KEYWORDS"),
+           ("size", "num_warps", "LAUNCH_KEYWORDS"), ("placeholder", "tl", "RESERVED"),
+           ("placeholder", "interpreter_semantic", "RESERVED"), ("size", "floor", "ISL_KEYWORDS")]
+
+
+@pytest.mark.parametrize("role,name,table", GUARDED, ids=[f"{r}-{n}" for r, n, _ in GUARDED])
+def test_the_name_lists_guard_the_generated_code(monkeypatch, role, name, table):
+    # refused; with the name taken off its list the same program breaks (at build or in the launch); and the
+    # suggested name works
+    with pytest.raises(tc.ArgumentError, match=rf"'{name}' is reserved"):
+        collision_program(role, name)
+    x = torch.randn(5, 19)
+    torch.testing.assert_close(collision_program(role, name + "_")(x), collision_reference(x), rtol=1e-5, atol=1e-5)
+    monkeypatch.setattr(tc_names, table, getattr(tc_names, table) - {name})
+    kern = None
+    with pytest.raises(Exception) as broke:  # noqa: PT011 - Triton's and isl's own errors, whatever they are
+        kern = collision_program(role, name)
+        if name == "interpreter_semantic" and kern.target != "interpreter":
+            pytest.skip("only Triton's interpreter inserts interpreter_semantic")
+        kern(x)
+    assert not isinstance(broke.value, tc.ArgumentError), broke.value
 
 
 def test_soft_keywords_and_builtin_names_work():
@@ -346,6 +501,52 @@ def test_soft_keywords_and_builtin_names_work():
     assert_clean_source(kern.source)
     x = torch.randn(3, 7)
     torch.testing.assert_close(kern(x), x * 3)
+
+
+def test_isl_keyword_size_used_to_break_build():
+    # the control: the same program with an ordinary size name builds and runs
+    for name, ok in [("floor", False), ("floor_", True)]:
+        try:
+            (F,) = tc.size_vars([name])
+        except tc.ArgumentError:
+            assert not ok
+            continue
+        X = tc.placeholder((F,), "float32", name="X")
+        Z = tc.compute((F,), lambda i, X=X: X[i] + 1.0, name="Z")
+        x = torch.randn(5)
+        torch.testing.assert_close(tc.build(tc.create_schedule(Z), [X, Z])(x), x + 1)
+
+
+# names the fused GEMM's caches, accumulator and epilogue use, given to its tensors
+GEMM_GENERATED = ["a_tile", "w_tile", "acc_C", "C_val", "Y_val", "x", "offs_i", "mask_j", "io", "stride_A_0", "C_local",
+                  "A_shared", "C_kernel", "Y_kernel"]
+
+
+@pytest.mark.slow
+def test_name_the_fused_gemm_uses(unchecked_primitives):
+    # cache_read tiles, the cache_write accumulator and the SiLU epilogue's temporary, named by the user:
+    # refused clearly, or the control's program renamed one-to-one
+    failures = []
+    for role in ["A", "W", "Y"]:
+        control = gemm_silu_kernel({role: NEUTRAL}).source
+        for name in GEMM_GENERATED:
+            try:
+                kern = gemm_silu_kernel({role: name})
+            except tc.LoweringError as e:
+                if not re.search(rf"the name '{name}' is used for two different things", str(e)):
+                    failures.append(f"{role}={name}: {e}")
+                continue
+            why = renamed(kern.source, control)
+            if why:
+                failures.append(f"{role}={name}: not the control's program renamed: {why}")
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("role,name", [("A", "a_tile"), ("W", "C_val")])
+def test_name_the_fused_gemm_uses_end_to_end(unchecked_primitives, role, name):
+    kern = gemm_silu_kernel({role: name})
+    a, w = torch.randn(20, 40), torch.randn(40, 18)
+    torch.testing.assert_close(kern(a, w), torch.nn.functional.silu(a @ w), rtol=1e-4, atol=1e-4)
 
 
 # ---------------------------------------------------------------------------------------------
