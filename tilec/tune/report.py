@@ -233,22 +233,35 @@ def labelled(data: dict) -> list[int]:
 
 
 def draw_report(data: dict, path) -> None:
-    """Draw `report_data`'s picture into `path` (PNG; matplotlib's Agg backend)."""
+    """Draw `report_data`'s picture into `path` (PNG; matplotlib's Agg backend): the trials above, the
+    best configs' per-shape times below left, parameter importance and the plans below right."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-        from matplotlib.patches import Rectangle
-        from matplotlib.ticker import MaxNLocator
-        from matplotlib.transforms import blended_transform_factory
     except ImportError as e:
         raise ArgumentError("report to .png needs matplotlib (pip install matplotlib, or pip install -e "
                             "\".[plot]\"); or give a .json path") from e
-    configs, shapes = data["configs"], data["shapes"]
     chosen = {c["number"]: c for c in data["chosen"]["configs"]}
     fig = plt.figure(figsize=(16, 10.5))
     grid = fig.add_gridspec(2, 2, height_ratios=[1.2, 1], width_ratios=[1.55, 1], hspace=0.32, wspace=0.12)
-    ax = fig.add_subplot(grid[0, :])
+    _draw_trials(fig, fig.add_subplot(grid[0, :]), data, chosen)
+    _draw_table(fig.add_subplot(grid[1, 0]), data, chosen)
+    right = grid[1, 1].subgridspec(2, 1, height_ratios=[1, 1.1], hspace=0.35)
+    _draw_importances(fig.add_subplot(right[0]), data)
+    _draw_plans(fig.add_subplot(right[1]), data)
+    fig.suptitle(title_text(data), fontsize=12)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+
+
+def _draw_trials(fig, ax, data: dict, chosen: dict) -> None:
+    """The top panel: each measured config's weighted time by trial, the best so far, the chosen
+    configs, the failed and pruned trials at the edges, and the labels."""
+    from matplotlib.ticker import MaxNLocator
+    from matplotlib.transforms import blended_transform_factory
+
+    configs = data["configs"]
     xs = [c["number"] for c in configs]
     ys = [c["value_us"] for c in configs]
     ax.plot(xs, ys, "o", color="tab:blue", ms=6, zorder=3, label=f"measured config ({len(configs)})")
@@ -303,7 +316,12 @@ def draw_report(data: dict, path) -> None:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=5, frameon=False)
 
-    tab = fig.add_subplot(grid[1, 0])
+
+def _draw_table(tab, data: dict, chosen: dict) -> None:
+    """The bottom left panel: the best configs' per-shape times and ratios; framed, what the plan runs."""
+    from matplotlib.patches import Rectangle
+
+    shapes = data["shapes"]
     top = data["top"]
     cols = ["weighted", *shapes]
     if top:
@@ -330,8 +348,9 @@ def draw_report(data: dict, path) -> None:
     tab.set_title(f"per-shape time (µs) of the {len(top)} best configs, and x the best for that shape; framed: "
                   f"what the chosen plan runs", fontsize=9, pad=38)
 
-    right = grid[1, 1].subgridspec(2, 1, height_ratios=[1, 1.1], hspace=0.35)
-    imp_ax = fig.add_subplot(right[0])
+
+def _draw_importances(imp_ax, data: dict) -> None:
+    """The right panel's top: optuna's parameter importances, or why there are none."""
     if data["importances"]:
         names = sorted(data["importances"], key=lambda k: data["importances"][k])
         imp_ax.barh(names, [data["importances"][k] for k in names], color="tab:purple")
@@ -345,7 +364,11 @@ def draw_report(data: dict, path) -> None:
         imp_ax.set_title("parameter importance", fontsize=9)
         imp_ax.text(0.5, 0.5, data["importances_note"], ha="center", va="center", wrap=True, fontsize=8,
                     transform=imp_ax.transAxes)
-    box = fig.add_subplot(right[1])
+
+
+def _draw_plans(box, data: dict) -> None:
+    """The right panel's bottom: the plans' T and P, the mix's weights and the knobs' abbreviations."""
+    shapes = data["shapes"]
     box.axis("off")
     lines = ["plans (T per call, P preparation):"]
     for o in data["plans"]:
@@ -357,9 +380,6 @@ def draw_report(data: dict, path) -> None:
         lines.append("knobs: " + ", ".join(long))
     box.text(0, 1, "\n".join(_wrap(x, 78) for x in lines), va="top", ha="left", family="monospace", fontsize=8,
              transform=box.transAxes, bbox={"boxstyle": "round", "fc": "whitesmoke", "ec": "grey"})
-    fig.suptitle(title_text(data), fontsize=12)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
 
 
 def _place_labels(fig, ax, notes) -> None:

@@ -33,12 +33,14 @@
 - Configs are stored as optuna params (JSON), never pickles. Whatever is read back from a study
   (params, times, values, reasons) is data: a config is used only if it is one of the knobs'
   choices, times only if they are finite numbers for the mix's shapes; nothing is evaluated.
+
+`tune` builds a `driver.Tuning`, which checks the arguments, and runs its phases (open and seed,
+settle, refill, objective, rounds, choose; driver.py lists them); this module keeps what they share.
 """
 
 from __future__ import annotations
 
 import contextlib
-import datetime
 import hashlib
 import json
 import math
@@ -61,22 +63,18 @@ from tilec.runtime import triton_compat
 from tilec.runtime.kernel import Kernel
 from tilec.schedule.schedule import Schedule
 from tilec.tune.cost import analysis_for, estimate
-from tilec.tune.measure import CandidateFailure, random_inputs
+from tilec.tune.measure import random_inputs
 from tilec.tune.mix import ShapeMix
 from tilec.tune.plans import describe, options
 from tilec.tune.progress import interpreter_note
-from tilec.tune.space import SearchSpace
 from tilec.tune.storage import (
     Forgotten,
-    check_storage,
     default_storage,
     drop_study,
     forget_hint,
     make_storage,
-    unreadable_study,
 )
-from tilec.tune.trials import REFUSED, fmt_time, measured_itself
-from tilec.tune.workers import Interrupted, Job, make_pool
+from tilec.tune.trials import fmt_time, measured_itself
 from tilec.version import __version__
 
 __all__ = ["FINISHED", "FewerConfigs", "Forgotten", "TuningInterrupted", "Tuned", "default_storage", "forget",
@@ -547,267 +545,18 @@ def tune(sched: Schedule, mix: ShapeMix, trials: int = 64, *, args: Sequence[Ten
         >>> torch.allclose(tuned(a, w), torch.nn.functional.silu(a @ w), atol=1e-4)
         True
     """
-    if not isinstance(sched, Schedule):
-        raise ArgumentError(f"argument 1, 'sched' to tune: expected a Schedule, got {type(sched).__name__}")
-    if not isinstance(mix, ShapeMix):
-        raise ArgumentError(f"tune: expected a tc.ShapeMix, got {type(mix).__name__}")
-    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
-        raise ArgumentError(f"tune: trials must be a positive int, got {trials!r}")
-    if progress is not None and not isinstance(progress, bool):
-        raise ArgumentError(f"tune: progress must be True, False or None (shown on a terminal), got {progress!r}")
-    quiet = progress is False  # asked for no bar: no interpreter note either
-    progress = _stderr_is_terminal() if progress is None else progress
-    jobs = default_jobs() if jobs is None else jobs
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 0:
-        raise ArgumentError(f"tune: jobs must be an int >= 0 (0: measure in this process), got {jobs!r}")
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf:
-        raise ArgumentError(f"tune: timeout must be a positive number of seconds, got {timeout!r}")
-    if recipe is not None and not Path(recipe).is_file():
-        raise ArgumentError(f"tune: recipe {recipe!r} is not a file; give a Python file defining make()")
-    args = list(args) if args is not None else sched.placeholders + list(sched.outputs)
-    mix.check_sizes(sched, "the schedule", "put the common ones in fixed=")
-    if reference is None:
-        from tilec.schedule.schedule import create_schedule
-        reference = Kernel(create_schedule(list(sched.outputs)), args)
-    space = SearchSpace(sched, mix) if shared_limit is None else SearchSpace(sched, mix, shared_limit)
-    name = study_name or study_key(sched, mix, args, space.shared_limit)
-    url = storage or default_storage()
-    check_storage(url)  # refuse what is not a storage before starting anything
+    from tilec.tune.driver import Tuning  # (imported here: driver.py builds on this module's helpers)
+
+    run = Tuning(sched, mix, trials, args=args, reference=reference, storage=storage, expected_calls=expected_calls,
+                 timer=timer, seed=seed, seeds=seeds, study_name=study_name, worker=worker, shared_limit=shared_limit,
+                 heartbeat=heartbeat, progress=progress, jobs=jobs, timeout=timeout, recipe=recipe)
     if gpus is not None:  # one worker per GPU on the shared study first; this process then tops up and plans
-        _run_gpu_workers(gpus, recipe, worker, mix, trials, url, name, jobs, timeout)
-    grid = space.size <= trials
-    sampler = (_Grid(space.knobs, seed=seed) if grid else
-               optuna.samplers.TPESampler(multivariate=True, seed=seed, n_startup_trials=max(4, min(10, trials // 4)),
-                                          constant_liar=True))
-    optuna.logging.set_verbosity(optuna.logging.ERROR)  # failures are recorded on the trials
-    keys = [ShapeMix.key(s) for s, _ in mix]
-    job = Job(sched, args, mix, reference, timer, exclusive=triton_compat.target() == "cuda")
-    pool = make_pool(job, jobs, timeout, recipe)  # (forked before this process opens the storage)
-    study = None
-
-    def open_study():
-        store = make_storage(url, heartbeat)
-        with unreadable_study(url, name):  # a trial edited by hand: an error now, not in the middle of tuning
-            try:  # exactly one process creates a study (its name is unique in the storage)
-                study = optuna.create_study(study_name=name, storage=store, sampler=sampler, direction="minimize")
-                created = True
-            except optuna.exceptions.DuplicatedStudyError:
-                study = optuna.load_study(study_name=name, storage=store, sampler=sampler)
-                created = False
-            study.get_trials(deepcopy=False)
-        _check_study(study, name, space.knobs)
-        # The process that creates the study seeds it (and a coordinating process seeds an empty one).
-        # Not a worker on SQLite: leave seeding to the coordinating process there.
-        # A grid (the whole space fits the trials) visits every config: seeds would only measure some twice.
-        if (created or not worker) and not study.trials and not (worker and url.startswith("sqlite")) and not grid:
-            for cfg in seed_configs(sched, space, mix, _seed_count(seeds, trials)):
-                study.enqueue_trial(cfg, user_attrs={"seed": "cost model"}, skip_if_exists=True)
-        return study
-
-    def intended(t) -> dict | None:
-        """The config a running trial measures: its params once written, else its enqueued ones."""
-        if all(n in t.params for n in space.knobs):
-            return {n: t.params[n] for n in space.knobs}
-        fixed = t.system_attrs.get("fixed_params")
-        if isinstance(fixed, dict) and all(n in fixed for n in space.knobs):
-            return {n: fixed[n] for n in space.knobs}
-        return None
-
-    def ticket(t) -> tuple:
-        """The order in which running trials claim configs: when each started running (a trial popped
-        from the queue starts when it is popped, not when it was enqueued), then its number."""
-        return (t.datetime_start or datetime.datetime.max, t.number)
-
-    def settle(trial, cfg):
-        """A finished trial of `cfg` to copy; None when this trial is the one to measure it. Waits while
-        a running trial that started before this one measures `cfg`, or has not written yet what it
-        measures."""
-        mine = ticket(study._storage.get_trial(trial._trial_id))
-        beat = time.monotonic()
-        while True:
-            if pool.stopping:
-                raise Interrupted(pool.stopping)
-            wait = False
-            for t in study.get_trials(deepcopy=False):
-                if t.number == trial.number or (t.state != optuna.trial.TrialState.RUNNING and t.params != cfg):
-                    continue
-                if (t.state == optuna.trial.TrialState.COMPLETE and _valid_times(t.user_attrs.get("times"), keys)
-                        and t.value is not None and math.isfinite(t.value)):
-                    return t
-                if t.state == optuna.trial.TrialState.FAIL and isinstance(t.user_attrs.get("failure"), str):
-                    return t
-                if t.state == optuna.trial.TrialState.PRUNED and isinstance(t.user_attrs.get("pruned"), str):
-                    return t
-                if t.state == optuna.trial.TrialState.RUNNING and ticket(t) < mine:
-                    want = intended(t)
-                    started_at = t.datetime_start or datetime.datetime.now()
-                    if want == cfg or (want is None and
-                                       (datetime.datetime.now() - started_at).total_seconds() < CHOOSING_LIMIT):
-                        wait = True
-            if not wait:
-                return None
-            time.sleep(0.2)
-            if time.monotonic() - beat > heartbeat:  # an owner that died: its heartbeat goes stale
-                beat = time.monotonic()
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    optuna.storages.fail_stale_trials(study)
-
-    def requeue(trial, cfg, why: str) -> None:
-        trial.set_user_attr("interrupted", why)
-        params = cfg if _valid_config(cfg, space.knobs) else None
-        if params is None:
-            fixed = study._storage.get_trial_system_attrs(trial._trial_id).get("fixed_params")
-            params = fixed if _valid_config(fixed, space.knobs) else None
-        if params is not None:
-            attrs = {"retry_of": trial.number}
-            if isinstance(trial.user_attrs.get("seed"), str):
-                attrs["seed"] = trial.user_attrs["seed"]
-            study.enqueue_trial(params, user_attrs=attrs)
-
-    untried_order: list = []    # the cost model's order of the feasible configs, computed at the first repeat
-    exhausted: list = []        # set when no untried config is left that can be measured
-    refill_lock = threading.Lock()
-
-    def refill(after) -> None:
-        """After a repeat (the sampler proposed a config the study has tried), queue the cost model's best
-        untried feasible config, unless one is queued already, so that every trial counted is a new
-        config; with none left, the space is exhausted and tuning stops. Not on a grid, which visits
-        every config by itself."""
-        if grid:
-            return
-        with refill_lock:
-            tried, waiting = set(), False
-            for t in study.get_trials(deepcopy=False):
-                if t.state == optuna.trial.TrialState.WAITING:
-                    waiting = True
-                fixed = t.system_attrs.get("fixed_params")
-                for cfg in (t.params, fixed):
-                    if _valid_config(cfg, space.knobs):
-                        tried.add(_config_key(cfg))
-            if waiting:
-                return
-            if not untried_order:
-                untried_order.extend(seed_configs(sched, space, mix, space.size))
-            for cfg in untried_order:
-                if _config_key(cfg) not in tried:
-                    study.enqueue_trial(cfg, user_attrs={"seed": "cost model", "after_repeat": after.number})
-                    return
-            exhausted.append(True)
-
-    def objective(trial):
-        cfg = None
-        try:
-            if pool.stopping:
-                raise Interrupted(pool.stopping)
-            try:
-                cfg = {n: trial.suggest_categorical(n, choices) for n, choices in space.knobs.items()}
-            except ValueError as e:  # an enqueued config (from the study) that is none of the choices
-                raise CandidateFailure(f"{REFUSED}: {str(e)[:300]}") from None
-            if not _valid_config(cfg, space.knobs):
-                raise CandidateFailure(f"{REFUSED}: {cfg!r}"[:400])
-            done = settle(trial, cfg)
-            if done is not None:
-                first = done.user_attrs.get("duplicate_of")  # point at the trial that measured it
-                trial.set_user_attr("duplicate_of", first if type(first) is int else done.number)
-                refill(trial)
-                if done.state == optuna.trial.TrialState.COMPLETE:
-                    trial.set_user_attr("times", {k: done.user_attrs["times"][k] for k in keys})
-                    return done.value
-                if done.state == optuna.trial.TrialState.PRUNED:
-                    trial.set_user_attr("pruned", done.user_attrs["pruned"][:2000])
-                    raise optuna.TrialPruned(done.user_attrs["pruned"][:2000])
-                raise CandidateFailure(done.user_attrs["failure"][:2000])
-            feas = space.feasible(cfg)
-            if not feas.ok:
-                trial.set_user_attr("pruned", feas.reason)
-                raise optuna.TrialPruned(feas.reason)
-            t0 = time.perf_counter()
-            times = pool.measure(cfg)
-            if not _valid_times(times, keys):
-                raise CandidateFailure(f"its worker returned no time for every shape: {times!r}"[:400])
-            times = {k: float(times[k]) for k in keys}
-            trial.set_user_attr("times", times)
-            trial.set_user_attr("measure_s", time.perf_counter() - t0)
-            return sum(w * times[ShapeMix.key(s)] for s, w in mix)
-        except CandidateFailure as e:
-            trial.set_user_attr("failure", str(e))
-            raise
-        except optuna.TrialPruned:
-            raise
-        except (Interrupted, KeyboardInterrupt):
-            requeue(trial, cfg, pool.stopping or "SIGINT")
-            raise _Stopped(pool.stopping or "SIGINT") from None
-        except Exception as e:  # not the candidate's doing (a worker that cannot start, ...): queued again
-            requeue(trial, cfg, f"{type(e).__name__}: {str(e)[:200]}")
-            raise
-
-    bar = None
-
-    def stop_when_told(study_, frozen) -> None:
-        measured = _measured(study_)
-        if bar is not None:
-            bar.show(study_, measured)
-        if pool.stopping or measured >= trials or exhausted:
-            study_.stop()
-
-    interrupted = None
-    started = time.perf_counter()
-    n_jobs = 1
-    try:
-        with _signals(pool):
-            pool.start()
-            study = open_study()
-            done = _measured(study)
-            if done < trials and not pool.stopping:
-                n_jobs = max(1, jobs if pool.isolated else 1)
-                # a bound that only a sampler proposing tried configs over and over reaches: each trial
-                # measures (at most `trials - done`, plus one per job in flight), prunes a new config, or
-                # repeats one, and each repeat queues an untried config
-                cap = (trials - done) + 2 * space.size + 4 * n_jobs
-                if progress:
-                    bar = _Progress(trials, done)  # says the interpreter note first, above the bar
-                elif not quiet and interpreter_note(triton_compat.target()):
-                    print(interpreter_note(triton_compat.target()), file=sys.stderr)  # once, with no bar either
-                # In rounds of as many trials as configs are still wanted, so that parallel jobs never
-                # start more measurements than `trials` asks for (each job taking a trial while the last
-                # configs were being measured made 27 of 24 on the H200); a round whose trials repeated
-                # or pruned configs is followed by one for the configs still wanted.
-                # A round that tried no new config and left none queued (a grid visited whole, a sampler
-                # that only repeats) ends tuning.
-                started_trials = 0
-                while not pool.stopping and not exhausted and started_trials < cap:
-                    wanted = trials - _measured(study)
-                    if wanted <= 0:
-                        break
-                    n = min(wanted, cap - started_trials)
-                    started_trials += n
-                    before = _tried(study)
-                    study.optimize(objective, n_trials=n, n_jobs=min(n_jobs, n),
-                                   catch=(CandidateFailure, _Stopped), show_progress_bar=False,
-                                   callbacks=[stop_when_told])
-                    if _tried(study) == before and not study.get_trials(
-                            deepcopy=False, states=(optuna.trial.TrialState.WAITING,)):
-                        break
-    except (Interrupted, KeyboardInterrupt):
-        interrupted = pool.stopping or "SIGINT"
-    finally:
-        pool.close()
-        if bar is not None:
-            bar.close()
-        if study is not None:
-            total_s = _seconds(study.user_attrs.get("tuning_seconds", 0.0)) + time.perf_counter() - started
-            study.set_user_attr("tuning_seconds", total_s)
-    interrupted = interrupted or pool.stopping
-    if interrupted:
-        raise TuningInterrupted(interrupted)
-    measured = _measured(study)
-    if measured < trials:
-        warnings.warn(FewerConfigs(_shortfall(study, space, trials, measured, grid or bool(exhausted))),
-                      stacklevel=2)  # the caller of tc.tune
-    if worker:
-        return None
-    return _choose(sched, args, mix, study, expected_calls, total_s, space.knobs, url, recipe)
+        _run_gpu_workers(gpus, recipe, worker, mix, trials, run.url, run.name, run.jobs, timeout)
+    run.start()  # called here, so that its warnings point at the caller of tc.tune
+    shortfall = run.measure()
+    if shortfall:
+        warnings.warn(FewerConfigs(shortfall), stacklevel=2)  # the caller of tc.tune
+    return None if worker else run.choose()
 
 
 def forget(sched: Schedule | None = None, mix: ShapeMix | None = None, *, args: Sequence[Tensor] | None = None,
@@ -872,7 +621,7 @@ class _Progress:
     def __init__(self, total: int, done: int):
         from tqdm import tqdm
 
-        from tilec.tune.progress import Estimate, interpreter_note
+        from tilec.tune.progress import Estimate
         self._lock = threading.Lock()
         try:  # a terminal that reports no size (some ptys: 0 x 0) would get no bar at all
             size = os.get_terminal_size(sys.stderr.fileno())

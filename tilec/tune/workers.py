@@ -655,9 +655,10 @@ class InProcess:
         pass
 
 
-def make_pool(job: Job, jobs: int, timeout: float, recipe: str | None = None):
+def make_pool(job: Job, jobs: int, timeout: float, recipe: str | None = None, *, stacklevel: int = 3):
     """The measuring processes for `tc.tune` (module docstring): a Pool, or InProcess for jobs=0 or
-    where isolation is impossible."""
+    where isolation is impossible. `stacklevel` is where the warning of an unisolated GPU points, as
+    `warnings.warn`'s (3: the caller of make_pool's caller)."""
     from tilec.runtime import triton_compat
     if jobs == 0:
         return InProcess(job)
@@ -673,7 +674,7 @@ def make_pool(job: Job, jobs: int, timeout: float, recipe: str | None = None):
             warnings.warn("tc.tune measures candidates in this process, unisolated (a crash or hang of a "
                           "candidate ends tuning): on a GPU, worker processes rebuild the schedule from a "
                           "recipe; pass recipe=FILE (a file defining make() and reference()), or tune with "
-                          "`tilec tune FILE`; jobs=0 says you mean it", RuntimeWarning, stacklevel=3)
+                          "`tilec tune FILE`; jobs=0 says you mean it", RuntimeWarning, stacklevel=stacklevel)
             return InProcess(job)
     if start == "spawn" and recipe is None:
         raise ArgumentError(f"{START_ENV}=spawn needs a recipe: tc.tune(..., recipe=FILE), FILE defining "
