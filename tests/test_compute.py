@@ -274,15 +274,18 @@ def test_split_of_a_fused_axis_is_masked(const):
 INT_DTYPES = ["int8", "int16", "int32", "int64", "uint8"]
 
 
+_DEVICE = torch.empty(0).device  # the default device: cuda on the GPU host (tests/conftest.py)
+
+
 def _ints(dtype: str, n: int, gen) -> torch.Tensor:
     info = torch.iinfo(getattr(torch, dtype))
-    return torch.randint(info.min, info.max, (n,), generator=gen, dtype=torch.int64).to(getattr(torch, dtype))
+    return torch.randint(info.min, info.max, (n,), generator=gen, dtype=torch.int64, device="cpu").to(_DEVICE, getattr(torch, dtype))
 
 
 def _amounts(dtype: str, n: int, gen) -> torch.Tensor:
     """Shift amounts: in range, negative, at and past the bit width (torch's rules, not C's)."""
     lo = 0 if dtype == "uint8" else -70
-    return torch.randint(lo, 70, (n,), generator=gen, dtype=torch.int64).to(getattr(torch, dtype))
+    return torch.randint(lo, 70, (n,), generator=gen, dtype=torch.int64, device="cpu").to(_DEVICE, getattr(torch, dtype))
 
 
 @pytest.mark.parametrize("dtype", INT_DTYPES)
@@ -367,8 +370,8 @@ def test_bit_operations_promote_as_torch():
     I64 = tc.placeholder((M,), "int64", name="I64")
     Bo = tc.placeholder((M,), "bool", name="Bo")
     i8, i32 = _ints("int8", 40, gen), _ints("int32", 40, gen)
-    i64 = torch.randint(0, 70, (40,), generator=gen)
-    bo = torch.rand(40, generator=gen) < 0.5
+    i64 = torch.randint(0, 70, (40,), generator=gen, device="cpu").to(_DEVICE)
+    bo = torch.rand(40, generator=gen, device="cpu").to(_DEVICE) < 0.5
     cases = {"int32": lambda x8, x32, x64, b: x32 << x8, "int64": lambda x8, x32, x64, b: x32 << x64,
              "int64 ": lambda x8, x32, x64, b: x8 >> x64, "int8": lambda x8, x32, x64, b: x8 ^ b,
              "bool": lambda x8, x32, x64, b: b ^ (x8 > 0), "bool ": lambda x8, x32, x64, b: ~b ^ True,

@@ -79,6 +79,8 @@ def test_nan_a_kernel_computes_still_reaches_the_output_without_warnings():
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a CPU user's path: the GPU host's numpy 2.4 fails Triton 3.6's "
+                    "interpreter itself (shared/notes/gpu.md), and kernels there run compiled")
 def test_a_user_script_in_the_interpreter_prints_nothing():
     """Point 7 as a user meets it: a script run with Python's default warning filters (`-W default`: every
     warning shown once per place) prints its own output and nothing else."""
@@ -93,7 +95,8 @@ def test_a_user_script_in_the_interpreter_prints_nothing():
         "y = tc.build(s, [X, Y])(x)\n"
         "print(torch.allclose(y, 1.0 / x + torch.log(x)))\n"
     )
-    env = dict(os.environ, PYTHONPATH=str(ROOT), TRITON_INTERPRET="1")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+               TRITON_INTERPRET="1")
     run = subprocess.run([sys.executable, "-W", "default", "-c", script], capture_output=True, text=True,
                          cwd=ROOT, env=env, timeout=300)
     assert (run.returncode, run.stdout, run.stderr) == (0, "True\n", "")

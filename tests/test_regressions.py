@@ -555,6 +555,10 @@ def test_float_floor_division_and_remainder_are_torchs_where_the_quotient_rounds
     assert got.tolist() == (h.float() // 0.1).half().tolist() == [[9.0, 19.0, 4.0, 29.0, -10.0, 3.0]]
 
 
+@pytest.mark.xfail(torch.cuda.is_available(), strict=True, reason=(
+    "a bug of the GPU form, found on an H100 (issue 23's session): float32 -> float8_e4m3fn saturates out-of-range "
+    "values and infinities to +-448 (cvt.satfinite), where torch gives NaN (500, 1000, 3e4, inf -> 0x7f); the CPU "
+    "form gives torch's NaN"))
 def test_float32_to_bfloat16_and_float8_round_as_torch_does_in_the_interpreter_too():
     """Triton's interpreter rounded float32 -> float8_e4m3fn wrongly at ties (100 -> 104, torch 96), for
     subnormals (0.001 -> 0), past the largest value (500 -> 256, torch saturates at 448) and near powers of
