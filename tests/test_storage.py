@@ -292,3 +292,21 @@ def test_show_reads_a_path_with_hash_and_percent_signs_and_writes_nothing(tmp_pa
     rc, out, err = run("show", "--storage", f"sqlite:///{str(p).replace('%', '%25')}")
     assert rc == 0 and name in out, err
     assert sorted(x.name for x in tmp_path.rglob("*")) == before and _digest(p) == digest
+
+
+def test_a_study_file_locked_by_another_process_is_said_to_be_locked(tmp_path, monkeypatch):
+    """A file another process holds locked past the wait was called damaged, with advice to move it aside
+    (a review's find): it is said to be locked, and left as it was."""
+    from tilec.tune import storage
+
+    p, _ = _study_file(tmp_path / "l.db")
+    monkeypatch.setattr(storage, "SQLITE_BUSY_TIMEOUT", 0.2)
+    holder = sqlite3.connect(p, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(tc.ArgumentError, match=r"l\.db is locked by another process \(sqlite: database is "
+                                                   r"locked\) for more than 0 s; tilec leaves it untouched"):
+            storage.check_storage(f"sqlite:///{p}")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
