@@ -1,5 +1,6 @@
 """The workloads the tests share, each written once: small functions that return fresh tensors (and,
-for DESIGN.md's GEMM, its schedule).
+for DESIGN.md's GEMM, its schedule). A test writes a GEMM or SwiGLU of its own only where its spelling is
+the point (other names, dtypes, shapes, operand order or creation order, or text quoted elsewhere).
 
 Every call makes new size variables and tensors, so a test's `tc.assume` or schedule never reaches
 another test. Sizes are symbolic unless a parameter says otherwise; inputs are float32 unless a
@@ -12,7 +13,7 @@ from __future__ import annotations
 import tilec as tc
 
 # ---------------------------------------------------------------------------------------------
-# GEMM, and DESIGN.md section 1's GEMM + SiLU
+# GEMM, DESIGN.md section 1's GEMM + SiLU, and SwiGLU
 
 
 def gemm(dtype="float32", *, in_dtype=None, K=None, names=None):
@@ -41,6 +42,27 @@ def gemm_silu(dtype="float32", *, in_dtype=None, K=None, names=None):
     A, W, C = gemm(dtype, in_dtype=in_dtype, K=K, names=names)
     Y = tc.compute(C.shape, lambda i, j: tc.silu(C[i, j]), name=(names or {}).get("Y", "Y"))
     return A, W, C, Y
+
+
+def swiglu(dtype="float32", *, in_dtype=None):
+    """SwiGLU's gate and up projections and their product: G = X @ Wg and U = X @ Wu (each its own reduce
+    axis, k and k2, accumulated in float32 and stored as `dtype`), then Y[i, j] = silu(G[i, j]) * U[i, j].
+
+    X is (M, K), Wg and Wu are (K, N), all `in_dtype` (default: `dtype`). Returns (X, Wg, Wu, G, U, Y).
+    """
+    in_dtype = in_dtype or dtype
+    M, N, K = tc.size_vars("M N K")
+    X = tc.placeholder((M, K), in_dtype, name="X")
+    Wg = tc.placeholder((K, N), in_dtype, name="Wg")
+    Wu = tc.placeholder((K, N), in_dtype, name="Wu")
+    k = tc.reduce_axis(K, name="k")
+    G = tc.compute((M, N), lambda i, j: tc.sum(X[i, k] * Wg[k, j], axis=k, acc_dtype="float32"), name="G",
+                   dtype=dtype)
+    k2 = tc.reduce_axis(K, name="k2")
+    U = tc.compute((M, N), lambda i, j: tc.sum(X[i, k2] * Wu[k2, j], axis=k2, acc_dtype="float32"), name="U",
+                   dtype=dtype)
+    Y = tc.compute((M, N), lambda i, j: tc.silu(G[i, j]) * U[i, j], name="Y")
+    return X, Wg, Wu, G, U, Y
 
 
 def tile_gemm(s, C, bm=16, bn=16, bk=16, *, bind_jo=True):

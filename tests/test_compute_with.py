@@ -19,26 +19,15 @@ import tilec as tc
 from tilec.lower.program import Program
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+sys.path.insert(0, str(Path(__file__).parent))
+import computes  # noqa: E402
 import swiglu  # noqa: E402
 
 SIZES = [(37, 45, 29), (1, 1, 1), (1, 70, 100), (50, 3, 16)]
 
 
-def _swiglu(dtype="float32"):
-    M, N, K = tc.size_vars("M N K")
-    X = tc.placeholder((M, K), dtype, name="X")
-    Wg = tc.placeholder((K, N), dtype, name="Wg")
-    Wu = tc.placeholder((K, N), dtype, name="Wu")
-    k = tc.reduce_axis(K, name="k")
-    G = tc.compute((M, N), lambda i, j: tc.sum(X[i, k] * Wg[k, j], axis=k), name="G")
-    k2 = tc.reduce_axis(K, name="k2")
-    U = tc.compute((M, N), lambda i, j: tc.sum(X[i, k2] * Wu[k2, j], axis=k2), name="U")
-    Y = tc.compute((M, N), lambda i, j: tc.silu(G[i, j]) * U[i, j], name="Y")
-    return X, Wg, Wu, G, U, Y
-
-
 def schedule(bm=16, bn=16, bk=16, bk2=None, *, order=("G", "U"), with_=True, stages=(2, 2)):
-    X, Wg, Wu, G, U, Y = _swiglu()
+    X, Wg, Wu, G, U, Y = computes.swiglu()
     s = tc.create_schedule(Y)
     io, jo, ii, ji = s[Y].tile(*Y.axis, bm, bn)
     s[Y].bind(io, "program_id.0")
@@ -109,7 +98,7 @@ def test_either_placement_order_fuses():
 
 def test_sub_tiles_and_descriptors_fuse_too():
     # a 48-wide tile (32 + 16 pieces) and TMA loads of X: the pieces' descriptor loads are shared as well
-    X, Wg, Wu, G, U, Y = _swiglu()
+    X, Wg, Wu, G, U, Y = computes.swiglu()
     s = tc.create_schedule(Y)
     io, jo, ii, ji = s[Y].tile(*Y.axis, 16, 48)
     s[Y].bind(s[Y].swizzle(io, jo, 2), "program_id.0")
@@ -135,15 +124,11 @@ def test_sub_tiles_and_descriptors_fuse_too():
 
 
 def test_a_stage_that_reads_the_other_is_refused():
-    M, N, K = tc.size_vars("M N K")
-    X = tc.placeholder((M, K), "float32", name="X")
-    W = tc.placeholder((K, N), "float32", name="W")
-    k = tc.reduce_axis(K, name="k")
-    G = tc.compute((M, N), lambda i, j: tc.sum(X[i, k] * W[k, j], axis=k), name="G")
-    k2 = tc.reduce_axis(N, name="k2")
-    U = tc.compute((M,), lambda i: tc.sum(G[i, k2], axis=k2), name="U")  # reads G
+    X, W, G = computes.gemm(names={"A": "X", "C": "G"})
+    k2 = tc.reduce_axis(G.shape[1], name="k2")
+    U = tc.compute(G.shape[:1], lambda i: tc.sum(G[i, k2], axis=k2), name="U")  # reads G
     s = tc.create_schedule(U)
-    ko, ki = s[G].split(k, 16)
+    ko, ki = s[G].split(G.reduce_axis[0], 16)
     with pytest.raises(tc.IllegalScheduleError, match=r"compute_with\(U, G\.ko\): U reads G .*flow dependence G -> U"):
         s[U].compute_with(s[G], ko)
     assert s[U].fused_with is None and "compute_with" not in "\n".join(s.log)  # nothing recorded
@@ -160,7 +145,7 @@ def test_loops_that_differ_are_refused():
 
 
 def test_stages_not_placed_at_the_same_loop_are_refused():
-    X, Wg, Wu, G, U, Y = _swiglu()
+    X, Wg, Wu, G, U, Y = computes.swiglu()
     s, jo = _tiled(Y)
     ko, _ = s[G].split(G.reduce_axis[0], 16)
     s[U].split(U.reduce_axis[0], 16)
@@ -171,7 +156,7 @@ def test_stages_not_placed_at_the_same_loop_are_refused():
 
 
 def test_an_inner_loop_of_the_target_is_refused():
-    X, Wg, Wu, G, U, Y = _swiglu()
+    X, Wg, Wu, G, U, Y = computes.swiglu()
     s, jo = _tiled(Y)
     ko, ki = s[G].split(G.reduce_axis[0], 32)
     kio, kii = s[G].split(ki, 16)
@@ -186,7 +171,7 @@ def test_an_inner_loop_of_the_target_is_refused():
 
 def test_a_stage_without_a_serial_loop_is_refused():
     # an elementwise stage placed at the tile: its axes are the tile's, it has no loop of its own
-    X, Wg, Wu, G, U, Y = _swiglu()
+    X, Wg, Wu, G, U, Y = computes.swiglu()
     U2 = tc.compute(Y.shape, lambda i, j: Y[i, j] * 2.0, name="U2")
     s = tc.create_schedule(U2)
     io, jo, ii, ji = s[Y].tile(*Y.axis, 16, 16)
@@ -299,7 +284,7 @@ def test_a_third_stage_joins_the_loop_whichever_came_first():
 
 def test_loops_split_by_two_knobs_are_refused_saying_so():
     # equal values, two knobs: the kernel's loops differ in their constexpr parameter; the message says why
-    X, Wg, Wu, G, U, Y = _swiglu()
+    X, Wg, Wu, G, U, Y = computes.swiglu()
     s, jo = _tiled(Y)
     ko, _ = s[G].split(G.reduce_axis[0], tc.knob("BK1", [16]))
     s[U].split(U.reduce_axis[0], tc.knob("BK2", [16]))

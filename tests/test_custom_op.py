@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(ROOT / "tests"))
 import common  # noqa: E402
+import computes  # noqa: E402
 import matmul_silu  # noqa: E402
 import rmsnorm  # noqa: E402
 import rowscale_fp8  # noqa: E402
@@ -380,15 +381,11 @@ def test_graphed_rmsnorm_and_op():
 
 def atomic_split_k():
     """A float32 GEMM whose K loop is split in 2 parts added with atomics into a zeroed workspace."""
-    M, N, K = tc.size_vars("M N K")
-    A = tc.placeholder((M, K), "float32", name="A")
-    W = tc.placeholder((K, N), "float32", name="W")
-    k = tc.reduce_axis(K, name="k")
-    C = tc.compute((M, N), lambda i, j: tc.sum(A[i, k] * W[k, j], axis=k), name="C")
+    A, W, C = computes.gemm()
     s = tc.create_schedule(C)
     i, j = C.axis
     io, jo, ii, ji = s[C].tile(i, j, 32, 32)
-    ko, ki = s[C].split(k, 32)
+    ko, ki = s[C].split(C.reduce_axis[0], 32)
     s[C].reorder(io, jo, ko, ii, ji, ki)
     s[C].bind(s[C].fuse(io, jo), "program_id.0")
     s[C].split_k(ko, 2, deterministic=False)

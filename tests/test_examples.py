@@ -1,5 +1,8 @@
 """Every example against PyTorch on fresh random inputs, at each of its sizes (including sizes that
-do not divide the tiles and size-1 dimensions), at the default config and at a second config."""
+do not divide the tiles and size-1 dimensions), at the default config and at a second config.
+
+Each example runs once per size: the run at its last sizes also shows what `python examples/<name>.py`
+prints (the loop nest, the Triton source and OK) and checks that output."""
 
 from __future__ import annotations
 
@@ -28,11 +31,17 @@ def _cases():
 
 @pytest.mark.parametrize("name,sizes", list(_cases()))
 @pytest.mark.slow
-def test_example_matches_torch(name, sizes):
+def test_example_matches_torch(name, sizes, capsys):
+    """The example's kernel matches PyTorch at `sizes`; at its last sizes the run prints what the script
+    prints (`common.run` with show, as `python examples/<name>.py` does): the loop nest, the source and OK."""
     torch.manual_seed(zlib.crc32(name.encode()))
     mod = importlib.import_module(name)
-    errs = common.run(mod, sizes=sizes, show=False)
+    show = sizes == mod.SIZES[-1]
+    errs = common.run(mod, sizes=sizes, show=show)
     assert all(e == e for e in errs)  # not NaN (run() already bounds the error per dtype)
+    if show:
+        out = capsys.readouterr().out
+        assert "@triton.jit" in out and "kernel " in out and out.rstrip().endswith("OK")
 
 
 # Examples whose last knob choices make tiles so large (BLOCK 16384 x ROWS 4) that the interpreter takes half
@@ -48,13 +57,3 @@ def test_example_other_config(name):
     s, _ = mod.make()
     config = {n: k.choices[-1] for n, k in s.knobs.items()}
     common.run(mod, sizes=FEWER_ROWS.get(name, mod.SIZES[1]), config=config, show=False)
-
-
-@pytest.mark.parametrize("name", NAMES)
-@pytest.mark.slow
-def test_example_script_runs(name, capsys):
-    """`python examples/<name>.py` prints the loop nest, the Triton source and OK."""
-    mod = importlib.import_module(name)
-    common.run(mod, sizes=mod.SIZES[-1])
-    out = capsys.readouterr().out
-    assert "@triton.jit" in out and "kernel " in out and out.rstrip().endswith("OK")

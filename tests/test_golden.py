@@ -12,6 +12,8 @@ import pytest
 import tilec as tc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import computes  # noqa: E402
 
 NAMES = ["matmul", "matmul_silu", "swiglu", "splitk_gemm", "rmsnorm", "softmax", "transpose_bias", "batched_matmul",
          "silu_mul_fp8", "rowscale_fp8", "attention"]
@@ -26,11 +28,8 @@ def test_example_golden(name, golden):
 
 
 def _default_computes():
-    M, N, K = tc.size_vars("M N K")
-    A = tc.placeholder((M, K), "float16", name="A")
-    W = tc.placeholder((K, N), "float16", name="W")
-    k = tc.reduce_axis(K, name="k")
-    C = tc.compute((M, N), lambda i, j: tc.sum(A[i, k] * W[k, j], axis=k), name="C")
+    _, _, C = computes.gemm("float32", in_dtype="float16")  # float16 inputs, C stored as its float32 sum
+    M, N = tc.size_vars("M N")
     X = tc.placeholder((M, N), "float32", name="X")
     c = tc.reduce_axis(N, name="c")
     mx = tc.compute((M,), lambda r: tc.max(X[r, c], axis=c), name="mx")

@@ -37,6 +37,7 @@ from computes import (
     row_reduce,
     rowscale_fp8,
     softmax,
+    swiglu,
     tile_gemm,
     two_reduce_axes,
 )
@@ -253,15 +254,7 @@ def _fp8_scale_output_in_the_row_max():
 
 def _swiglu_gate_in_one_gemm():
     """The consumer placed in a producer's reduction loop (the wrong direction for SwiGLU)."""
-    M, N, K = tc.size_vars("M N K")
-    X = tc.placeholder((M, K), "float32", name="X")
-    Wg = tc.placeholder((K, N), "float32", name="Wg")
-    Wu = tc.placeholder((K, N), "float32", name="Wu")
-    k = tc.reduce_axis(K, name="k")
-    G = tc.compute((M, N), lambda i, j: tc.sum(X[i, k] * Wg[k, j], axis=k), name="G")
-    k2 = tc.reduce_axis(K, name="k2")
-    U = tc.compute((M, N), lambda i, j: tc.sum(X[i, k2] * Wu[k2, j], axis=k2), name="U")
-    Y = tc.compute((M, N), lambda i, j: tc.silu(G[i, j]) * U[i, j], name="Y")
+    X, Wg, Wu, G, U, Y = swiglu()
     s = tc.create_schedule(Y)
     ax = tile_gemm(s, G)
     return s, Y, G, ax["ko"]
@@ -1043,21 +1036,13 @@ def test_three_level_nest_producer_in_a_producer_in_the_root():
 
 
 def test_swiglu_producers_at_the_consumer_tile():
-    M, N, K = tc.size_vars("M N K")
-    X = tc.placeholder((M, K), "float16", name="X")
-    Wg = tc.placeholder((K, N), "float16", name="Wg")
-    Wu = tc.placeholder((K, N), "float16", name="Wu")
-    k = tc.reduce_axis(K, name="k")
-    G = tc.compute((M, N), lambda i, j: tc.sum(X[i, k] * Wg[k, j], axis=k), name="G", dtype="float16")
-    k2 = tc.reduce_axis(K, name="k2")
-    U = tc.compute((M, N), lambda i, j: tc.sum(X[i, k2] * Wu[k2, j], axis=k2), name="U", dtype="float16")
-    Y = tc.compute((M, N), lambda i, j: tc.silu(G[i, j]) * U[i, j], name="Y", dtype="float16")
+    X, Wg, Wu, G, U, Y = swiglu("float16")
     s = tc.create_schedule(Y)
     io, jo, ii, ji = s[Y].tile(*Y.axis, 32, 16)
     s[Y].bind(io, "program_id.0")
     s[Y].bind(jo, "program_id.1")
-    for T, kk in ((G, k), (U, k2)):
-        ko, ki = s[T].split(kk, 16)
+    for T in (G, U):
+        ko, ki = s[T].split(T.reduce_axis[0], 16)
         s[T].pipeline(ko, stages=2)
         s[T].compute_at(s[Y], jo)
     x, wg, wu = (randn(50, 40, dtype=torch.float16), randn(40, 70, dtype=torch.float16),

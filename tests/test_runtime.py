@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from computes import gemm_silu
 
 import tilec as tc
 from tilec.runtime import kernel as kernel_mod
@@ -133,13 +134,7 @@ def test_a_kernel_too_large_for_the_device_is_a_lowering_error(monkeypatch):
 def _gemm_silu_tma():
     """A GEMM+SiLU with TMA loads and store and a persistent, grouped tile loop: kernel parameters of every
     kind (tensors, descriptors of three block shapes, strides, sizes, knobs, the program count)."""
-    M, N, K = tc.size_vars("M N K")
-    A = tc.placeholder((M, K), "float16", name="A")
-    W = tc.placeholder((K, N), "float16", name="W")
-    k = tc.reduce_axis(K, name="k")
-    C = tc.compute((M, N), lambda i, j: tc.sum(A[i, k] * W[k, j], axis=k, acc_dtype="float32"),
-                   name="C", dtype="float16")
-    Y = tc.compute((M, N), lambda i, j: tc.silu(C[i, j]), name="Y")
+    A, W, C, Y = gemm_silu("float16")
     s = tc.create_schedule(Y)
     io, ii = s[C].split(C.axis[0], 16)
     jo, ji = s[C].split(C.axis[1], 32)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from computes import gemm, gemm_silu, swiglu
 
 import tilec as tc
 from tilec.lower.program import Program
@@ -18,18 +19,8 @@ from tilec.lower.program import Program
 SIZES = [(37, 45, 100), (1, 1, 1), (16, 16, 16), (5, 70, 33), (20, 3, 200)]
 
 
-def gemm_silu():
-    M, N, K = tc.size_vars("M N K")
-    A = tc.placeholder((M, K), "float32", name="A")
-    W = tc.placeholder((K, N), "float32", name="W")
-    k = tc.reduce_axis(K, name="k")
-    C = tc.compute((M, N), lambda i, j: tc.sum(A[i, k] * W[k, j], axis=k), name="C", dtype="float16")
-    Y = tc.compute((M, N), lambda i, j: tc.silu(C[i, j]), name="Y")
-    return A, W, C, Y
-
-
 def schedule(parts=3, deterministic=True, *, swizzle=False, epilogue=True):
-    A, W, C, Y = gemm_silu()
+    A, W, C, Y = gemm_silu("float16", in_dtype="float32")
     s = tc.create_schedule(Y if epilogue else C)
     io, jo, ii, ji = s[C].tile(*C.axis, 16, 16)
     ko, ki = s[C].split(C.reduce_axis[0], 16)
@@ -73,7 +64,7 @@ def test_split_k_matches_torch(sizes, deterministic):
 
 
 def test_parts_as_a_knob_and_more_parts_than_iterations():
-    A, W, C, Y = gemm_silu()
+    A, W, C, Y = gemm_silu("float16", in_dtype="float32")
     s = tc.create_schedule(Y)
     io, jo, ii, ji = s[C].tile(*C.axis, 16, 16)
     ko, ki = s[C].split(C.reduce_axis[0], tc.knob("BK", [16, 32]))
@@ -125,7 +116,7 @@ def test_the_epilogue_inside_the_partial_loop_is_still_refused():
 
 
 def test_what_split_k_refuses():
-    A, W, C, Y = gemm_silu()
+    A, W, C, Y = gemm_silu("float16", in_dtype="float32")
     s = tc.create_schedule(Y)
     io, jo, ii, ji = s[C].tile(*C.axis, 16, 16)
     ko, ki = s[C].split(C.reduce_axis[0], 16)
@@ -154,7 +145,7 @@ def test_what_split_k_refuses():
     ("not_root", r"C is computed inside another stage's kernel"),
 ])
 def test_what_lowering_refuses(how, match):
-    A, W, C, Y = gemm_silu()
+    A, W, C, Y = gemm_silu("float16", in_dtype="float32")
     s = tc.create_schedule(Y)
     root = Y if how == "not_root" else C
     io, jo, ii, ji = s[root].tile(*root.axis, 16, 16)
@@ -213,14 +204,10 @@ def test_an_accumulator_in_another_order_than_memory(deterministic):
 
 
 def test_an_unrolled_loop_and_compute_with_are_refused():
-    M, N = tc.size_vars("M N")
-    A = tc.placeholder((M, 64), "float32", name="A")
-    W = tc.placeholder((64, N), "float32", name="W")
-    k = tc.reduce_axis(64, name="k")
-    C = tc.compute((M, N), lambda i, j: tc.sum(A[i, k] * W[k, j], axis=k), name="C")
+    A, W, C = gemm(K=64)
     s2 = tc.create_schedule(C)
     io, jo, ii, ji = s2[C].tile(*C.axis, 16, 16)
-    ko, ki = s2[C].split(k, 16)  # 4 iterations: a constant, so unrolled
+    ko, ki = s2[C].split(C.reduce_axis[0], 16)  # 4 iterations: a constant, so unrolled
     s2[C].reorder(io, jo, ko, ii, ji, ki)
     s2[C].bind(io, "program_id.0")
     s2[C].split_k(ko, 2)
@@ -228,20 +215,14 @@ def test_an_unrolled_loop_and_compute_with_are_refused():
     with pytest.raises(tc.LoweringError, match=r"ko is an unrolled loop; split-K runs a serial loop in parts"):
         Program(s2)
 
-    M, N, K = tc.size_vars("M N K")
-    X = tc.placeholder((M, K), "float32", name="X")
-    Wg, Wu = (tc.placeholder((K, N), "float32", name=n) for n in ("Wg", "Wu"))
-    k, k2 = tc.reduce_axis(K, name="k"), tc.reduce_axis(K, name="k2")
-    G = tc.compute((M, N), lambda i, j: tc.sum(X[i, k] * Wg[k, j], axis=k), name="G")
-    U = tc.compute((M, N), lambda i, j: tc.sum(X[i, k2] * Wu[k2, j], axis=k2), name="U")
-    Z = tc.compute((M, N), lambda i, j: G[i, j] * U[i, j], name="Z")
-    s3 = tc.create_schedule(Z)
+    X, Wg, Wu, G, U, Y = swiglu()
+    s3 = tc.create_schedule(Y)
     io, jo, ii, ji = s3[G].tile(*G.axis, 16, 16)
-    ko, ki = s3[G].split(k, 16)
+    ko, ki = s3[G].split(G.reduce_axis[0], 16)
     s3[G].reorder(io, jo, ko, ii, ji, ki)
     s3[G].bind(io, "program_id.0")
     s3[G].split_k(ko, 2)
-    k2o, _ = s3[U].split(k2, 16)
+    k2o, _ = s3[U].split(U.reduce_axis[0], 16)
     s3[U].compute_with(s3[G], ko)
     with pytest.raises(tc.LoweringError, match=r"G\.split_k\(ko\): not with compute_with in the same kernel yet"):
         Program(s3)

@@ -202,14 +202,10 @@ def test_traces_are_hashable_and_equal_for_equal_schedules():
 
 
 def test_tile_is_one_call_in_the_text_and_three_steps_in_the_log():
-    M, N, K = tc.size_vars("M N K")
-    A = tc.placeholder((M, K), "float16", name="A")
-    W = tc.placeholder((K, N), "float16", name="W")
-    k = tc.reduce_axis(K, name="k")
-    C = tc.compute((M, N), lambda i, j: tc.sum(A[i, k] * W[k, j], axis=k), name="C", dtype="float16")
+    A, W, C = computes.gemm("float16")
     s = tc.create_schedule(C)
     io, jo, ii, ji = s[C].tile(*C.axis, 64, tc.knob("BN", [64, 128]))
-    ko, ki = s[C].split(k, 32)
+    ko, ki = s[C].split(C.reduce_axis[0], 32)
     s[C].reorder(io, jo, ko, ii, ji, ki)
     s[C].bind(s[C].fuse(io, jo), "program_id.0")
     assert s.log[:3] == ["C: split(i, 64) -> io, ii", "C: split(j, BN) -> jo, ji", "C: reorder(io, jo, ii, ji)"]
@@ -396,19 +392,12 @@ def test_every_primitive_round_trips():
 
 def _twins() -> tc.Schedule:
     """SwiGLU's two GEMMs at one output tile, U's loop over K fused into G's (compute_with)."""
-    M, N, K = tc.size_vars("M N K")
-    X = tc.placeholder((M, K), "float16", name="X")
-    Wg = tc.placeholder((K, N), "float16", name="Wg")
-    Wu = tc.placeholder((K, N), "float16", name="Wu")
-    k, k2 = tc.reduce_axis(K, name="k"), tc.reduce_axis(K, name="k2")
-    G = tc.compute((M, N), lambda i, j: tc.sum(X[i, k] * Wg[k, j], axis=k), name="G", dtype="float16")
-    U = tc.compute((M, N), lambda i, j: tc.sum(X[i, k2] * Wu[k2, j], axis=k2), name="U", dtype="float16")
-    Y = tc.compute((M, N), lambda i, j: tc.silu(G[i, j]) * U[i, j], name="Y")
+    X, Wg, Wu, G, U, Y = computes.swiglu("float16")
     s = tc.create_schedule(Y)
     io, jo, ii, ji = s[Y].tile(*Y.axis, 32, 32)
     s[Y].bind(s[Y].fuse(io, jo), "program_id.0")
-    ko, _ = s[G].split(k, tc.knob("BK", [16, 32]))
-    s[U].split(k2, tc.knob("BK", [16, 32]))
+    ko, _ = s[G].split(G.reduce_axis[0], tc.knob("BK", [16, 32]))
+    s[U].split(U.reduce_axis[0], tc.knob("BK", [16, 32]))
     for T in (G, U):
         s[T].compute_at(s[Y], s[Y].leaves[0])
     s[U].compute_with(s[G], ko)
