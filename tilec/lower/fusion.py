@@ -29,7 +29,7 @@ import dataclasses
 import re
 
 from tilec.errors import LoweringError
-from tilec.lower.code import CUDA, Form
+from tilec.lower.render_triton import CUDA, Form
 from tilec.lower.nest import Assign, Comment, For, KernelIR, Load, statement
 from tilec.lower.subtiles import defined, substitute
 

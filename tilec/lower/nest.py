@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 
 from tilec.ir import dtypes
 from tilec.lower import targets
-from tilec.lower.code import CUDA, Ex, Fmod, Form, Tanh, paren, render, walk
+from tilec.lower.code import Ex, Fmod, Tanh, paren, render, walk
+from tilec.lower.render_triton import CUDA, Form
 
 # Module-level functions a kernel may call, written once before the kernels: tl.reduce's combine functions
 # for a max or min that keeps NaN as torch's amax/amin do (tl.max and tl.min drop it; max.NaN on the GPU).

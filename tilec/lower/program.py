@@ -15,7 +15,7 @@ from tilec.ir.knob import Knob, factor_value, resolve_config
 from tilec.ir.tensor import Tensor
 from tilec.lower import fusion, subtiles
 from tilec.lower.builder import KernelBuilder
-from tilec.lower.code import Form
+from tilec.lower.render_triton import Form
 from tilec.lower.nest import KernelIR, helpers, render_nest, render_triton, uses_libdevice
 from tilec.plan.analysis import Analysis
 from tilec.plan.check import check_schedule
