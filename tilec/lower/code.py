@@ -1,13 +1,14 @@
 """Expressions of the loop-nest IR: small immutable trees, in tilec's terms, that printers turn into text.
 
 A kernel's values (offsets, masks, loaded tiles, arithmetic) are these nodes; nothing here is written in
-any target's spelling. Two printers read them: `render_triton.py` (the Triton source, in a `Form`: GPU
-or interpreter, int32 or int64 indices, descriptor loads or pointers) and `render_nest.py` (the loop
+any target's spelling. Two printers read them: `triton_printer.py` (the Triton source, in a `Form`: GPU
+or interpreter, int32 or int64 indices, descriptor loads or pointers) and `nest_printer.py` (the loop
 nest `tc.lower` prints). Both print infix operators with Python's binding (`PREC`): a parenthesis is
 written where an operand binds looser than its operator needs, and nowhere else.
 
 Nodes:
-- `Name` (a variable or a kernel parameter), `Num` (an int, float or bool: inf and nan included),
+- `Name` (a variable or a kernel parameter), `Num` (an int, float or bool: inf and nan included; a
+  specialized size is a number that remembers its size's name),
   `LoopIndex` (the counter of a serial loop: widened in the int64 form), `DType` (an element type as
   an operand), `Tuple` (a shape or a permutation);
 - `BinOp` (`+ - * / // % & | ^ << >>` and comparisons), `UnaryOp` (`-`, `~`), `Sum` and `All`
@@ -25,7 +26,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields
 
-# the intrinsics a Call may name, and what each computes (render_triton.py spells them for Triton)
+# the intrinsics a Call may name, and what each computes (triton_printer.py spells them for Triton)
 INTRINSICS = {
     "arange": "arange(start, end): the ints start .. end - 1, a 1-d tile",
     "full": "full(shape, value, dtype): a tile (or, shape (), a 0-d tensor) of one value",
@@ -49,6 +50,7 @@ CMP = ("<", "<=", ">", ">=", "==", "!=")
 PREC = {**{op: 5 for op in CMP}, "|": 6, "^": 7, "&": 8, "<<": 9, ">>": 9, "+": 10, "-": 10,
         "*": 11, "/": 11, "//": 11, "%": 11}
 UNARY, POSTFIX, ATOM = 12, 14, 15
+_MUL = ("*", "/", "//", "%")
 
 
 class Ex:
@@ -78,6 +80,7 @@ class Num(Ex):
     """A Python number or bool; two are equal when they are of one type and print alike (nan too)."""
 
     value: int | float | bool
+    size: str | None = None  # the size this number is (a specialized size): the nest shows its name
 
     def _key(self):
         return type(self.value), repr(self.value)
@@ -197,7 +200,7 @@ class Tanh(Ex):
 @dataclass(frozen=True)
 class Fmod(Ex):
     """C's fmod(a, b) of floats, exact (the start of float `//` and `%`): libdevice on the GPU, the
-    interpreter's own float remainder there (render_triton.py says why)."""
+    interpreter's own float remainder there (triton_printer.py says why)."""
 
     a: Ex
     b: Ex
@@ -267,13 +270,15 @@ def names_read(e: Ex | None) -> set[str]:
 
 
 def rename(e, mapping: dict):
-    """`e` with the variables in `mapping` renamed (None, a tuple of expressions, or an expression)."""
+    """`e` with the variables in `mapping` renamed (None, a tuple of expressions, or an expression). A
+    mapping's value is a new name, or an expression that a `Name` (not a loop counter) is replaced by."""
     if e is None or not mapping:
         return e
     if isinstance(e, tuple):
         return tuple(rename(x, mapping) for x in e)
     if isinstance(e, Name):
-        return Name(mapping.get(e.id, e.id))
+        new = mapping.get(e.id, e.id)
+        return new if isinstance(new, Ex) else Name(new)
     if isinstance(e, LoopIndex):
         return LoopIndex(mapping.get(e.var, e.var))
     if isinstance(e, Tanh):
@@ -309,85 +314,12 @@ def binding(e: Ex) -> int:
     return ATOM
 
 
-def needs_parens(op: str, child: Ex, right: bool) -> bool:
+def needs_parens(op: str, child: Ex, right: bool, bind=binding) -> bool:
     """Whether `child`, an operand of the infix `op` (on its right if `right`), is parenthesized: where it binds
-    looser; on the right, or under a comparison (Python chains those), where it binds the same too."""
-    p, c = PREC[op], binding(child)
+    looser; on the right, or under a comparison (Python chains those), where it binds the same too. `bind`:
+    the printer's binding, where a node's printed form differs per target."""
+    p, c = PREC[op], bind(child)
+    if c == p and op in _MUL and isinstance(child, BinOp) and child.op != op:
+        return True  # for the reader: (a // b) * c, (a / b) * c, not a // b * c
     return c < p or (c == p and (right or op in CMP))
 
-
-# -- legacy: template expressions, being replaced by the nodes above (removed once nothing builds them) ----
-import re  # noqa: E402
-
-
-
-@dataclass(frozen=True)
-class Lit(Ex):
-    text_: str
-
-
-@dataclass(frozen=True)
-class Fmt(Ex):
-    template: str
-    args: tuple = ()
-
-
-@dataclass(frozen=True)
-class Paren(Ex):
-    x: Ex
-
-
-@dataclass(frozen=True)
-class Tensor0d(Ex):
-    x: Ex
-    dtype: str | None = None
-
-
-def _legacy_text(self, form=None) -> str:
-    return render(self, form)
-
-
-Ex.text = _legacy_text
-
-
-def f(template: str, *args) -> Fmt:
-    return Fmt(template, tuple(args))
-
-
-def render(e: Ex, form=None) -> str:
-    from tilec.lower.render_triton import CUDA, Printer
-    form = form or CUDA
-    if isinstance(e, Lit):
-        return e.text_
-    if isinstance(e, Fmt):
-        return e.template.format(*(render(a, form) for a in e.args))
-    if isinstance(e, Paren):
-        return paren(render(e.x, form))
-    if isinstance(e, Tensor0d):
-        return tensor0d(render(e.x, form), e.dtype)
-    return Printer(form).ex(e)
-
-
-def paren(code: str) -> str:
-    """`code` wrapped in parentheses unless it is a name, a number or an indexed name."""
-    if re.fullmatch(r"[\w.]+(\[[:, None]*\])?", code) or re.fullmatch(r"\d+\.?\d*(e-?\d+)?", code):
-        return code
-    m = re.match(r"[\w.]+\(", code)
-    if m and code.endswith(")"):  # a call: atomic if its opening parenthesis closes at the end
-        depth = 0
-        for n, ch in enumerate(code[m.end() - 1:], start=m.end() - 1):
-            depth += {"(": 1, ")": -1}.get(ch, 0)
-            if depth == 0:
-                return code if n == len(code) - 1 else f"({code})"
-    return f"({code})"
-
-
-def tensor0d(code: str, dtype: str | None = None) -> str:
-    """`code` as something `.to()` applies to: a Python number literal becomes a 0-d tensor; so does an
-    expression of number literals alone (Python would compute it as a float or int), as `dtype`."""
-    if re.fullmatch(r"-?\d+\.?\d*(e[-+]?\d+)?|True|False|float\(\"-?(inf|nan)\"\)", code):
-        kind = 'tl.int1' if code in ('True', 'False') else 'tl.float32' if not code.lstrip('-').isdigit() else 'tl.int32'
-        return f"tl.full((), {code}, {kind})"
-    if dtype is not None and re.fullmatch(r"[\d\s.+\-*/%()]+", code):
-        return f"tl.full((), {code}, {dtype})"
-    return paren(code)
