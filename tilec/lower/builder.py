@@ -1,5 +1,5 @@
 """Lowering, the IR pass: the analysis (plan, masks) -> loop-nest IR (`nest.KernelIR`, statement nodes
-over `code` expressions), one kernel per root stage; `nest.render_triton` turns it into source.
+over `code` expressions), one kernel per root stage; `triton_printer.render_triton` turns it into source.
 
 How a stage's loops become Triton:
 - leaves bound with `bind` are grid axes (`tl.program_id`); a fused grid axis is decomposed with // and %;
@@ -48,6 +48,7 @@ from tilec.lower.nest import (
     Dot,
     For,
     KernelIR,
+    Note,
     Param,
     ProgramId,
     Store,
@@ -367,11 +368,12 @@ class KernelBuilder(ValueEmitter):
         out.append(Assign(per_group, c.BinOp("*", group, n_inner)))
         out.append(Assign(first, c.BinOp("*", c.BinOp("//", fused, c.Name(per_group)), group)))
         out.append(Assign(size, c.call("minimum", c.BinOp("-", n_outer, c.Name(first)), group)))
-        nest = f"{o}, {i} = swizzle({rel.fused.name}, group={factor_value(rel.group, self.config)})"
         ov, iv = self.fresh(o), self.fresh(i)
+        note = Note(("swizzle(", fused, f", group={factor_value(rel.group, self.config)})"),
+                    lhs=(c.Name(ov), ", ", c.Name(iv)))
         in_group = c.BinOp("%", fused, c.Name(per_group))
         out.append(Assign(ov, c.BinOp("+", c.Name(first), c.BinOp("%", in_group, c.Name(size)))))
-        out.append(Assign(iv, c.BinOp("//", in_group, c.Name(size)), nest))
+        out.append(Assign(iv, c.BinOp("//", in_group, c.Name(size)), note))
         return Val(c.Name(ov), (), "int32"), Val(c.Name(iv), (), "int32")
 
     def _attached(self, placed: Placed, level: int, which: str, out: list) -> None:
@@ -390,7 +392,8 @@ class KernelBuilder(ValueEmitter):
                                + (": its region, in memory" if other.name in self.p.plan.scratch else "")))
             self.emit_stage(other, out)
             if other.name in self.p.plan.scratch:  # its readers load it back, other threads' elements too
-                out.append(Barrier(f"barrier  # {other.name}'s region stored: the program's threads wait"))
+                out.append(Barrier(Note((f"  # {other.name}'s region stored: the program's threads wait",),
+                                        op="", lhs=("barrier",))))
                 self.materialized.add(other.name)
 
     def emit_cache(self, c: Stage, x: Stage, level: int, out: list) -> None:
@@ -568,7 +571,7 @@ class KernelBuilder(ValueEmitter):
             init = _IDENTITY[t.body.op]
             out.append(Comment(compute_text(t)))
             out.append(AccInit(name, self.shape(dims), init, "float32",
-                               f"{name}[{', '.join(dims)}] = {show(init)}  # float32 running {t.body.op} of {t.name}"))
+                               Note((init, f"  # float32 running {t.body.op} of {t.name}"), dims)))
             accs[t.name] = (name, dims, "float32")
         if looped and form.mask is not None and factor_value(x.online_skip, self.config) and self.split is None:
             saved, self.stmts = self.stmts, out  # the bounds go here, before the loop (fuzz seed 8201491)
@@ -694,14 +697,14 @@ class KernelBuilder(ValueEmitter):
                               "float32", name=m.name)
         tile = self.emit_stmt(f"tile_{m.name}", tile) if not isinstance(tile, c.Name) else tile
         new = self.emit_stmt(f"{m.name}_new", c.call("maximum", c.Name(m_acc), tile, nan=True),
-                             f"{m.name}_new[{', '.join(m_dims)}] = max({m_acc}, max over tile [{', '.join(rdims)}] "
-                             f"of {form.members[m.name].body!r})")
+                             Note(("max(", c.Name(m_acc), f", max over tile [{', '.join(rdims)}] of "
+                                   f"{form.members[m.name].body!r})"), m_dims))
         safe, alpha = new, None  # one tile: a max of -inf makes the row NaN, as the naive compute does
         if looped:
             out.append(Comment("a max still -inf subtracts 0 instead: exp(-inf - -inf) would be NaN"))
             safe = self.emit_stmt(f"{m.name}_safe", _where(c.BinOp("==", new, c.Num(float("-inf"))), c.Num(0.0), new))
             alpha = Val(self.emit_stmt(f"alpha_{m.name}", c.call("exp", c.BinOp("-", c.Name(m_acc), safe)),
-                                       f"alpha_{m.name} = exp({m_acc} - {m.name}_new)"), m_dims, "float32")
+                                       Note(("exp(", c.Name(m_acc), " - ", new, ")"))), m_dims, "float32")
         # the members read the max as its running value
         axes = form.members[m.name].axes
         self.scopes[-1][m.name] = (Val(safe, m_dims, "float32"), [env[axes[a]].code for a in m.axis],
@@ -710,7 +713,7 @@ class KernelBuilder(ValueEmitter):
             self.update(x, accs[t.name], out, Reduce("sum", form.members[t.name].body, red.axes, "float32"), alpha)
         body = form.members[x.name].body
         self.update(x, acc, out, Reduce("sum", body, red.axes, red.dtype), alpha)
-        out.append(Update(m_acc, new, f"{m_acc}[{', '.join(m_dims)}] = {new.id}"))
+        out.append(Update(m_acc, new, Note((new,), m_dims)))
         self.fold = set()
         self.stmts = saved
 
@@ -774,8 +777,8 @@ class KernelBuilder(ValueEmitter):
         if self.part is not None and x is self.root and a is self.split.axis:  # this program's chunk
             chunk = self.fresh(f"chunk_{a.name}")
             whole = extent
-            out.append(Assign(chunk, c.call("cdiv", whole, self._parts()),
-                              f"{chunk} = cdiv({self.text(a.extent)}, {self.split.parts_text})  # iterations per part"))
+            value = c.call("cdiv", whole, self._parts())
+            out.append(Assign(chunk, value, Note((value, "  # iterations per part"))))
             start = c.BinOp("*", c.Name(self.part), c.Name(chunk))
             extent = c.call("minimum", c.BinOp("+", start, c.Name(chunk)), whole)
             role = f"{x.name}.{a.name}: serial reduction loop, one chunk per part (split_k)"
@@ -802,7 +805,7 @@ class KernelBuilder(ValueEmitter):
         init = (_IDENTITY if is_f else _IDENTITY_INT)[red.op]
         out.append(Comment(compute_text(x.tensor)))
         out.append(AccInit(name, self.shape(dims), init, red.dtype,
-                           f"{name}[{', '.join(dims)}] = {show(init)}  # {red.dtype} accumulator of {x.name}"))
+                           Note((init, f"  # {red.dtype} accumulator of {x.name}"), dims)))
         return name, dims, red.dtype
 
     def update(self, x: Stage, acc, out: list, red: Reduce | None = None, rescale: Val | None = None) -> None:
@@ -816,7 +819,7 @@ class KernelBuilder(ValueEmitter):
         saved, self.stmts = self.stmts, out
         if rescale is not None:
             out.append(Update(name, c.BinOp("*", c.Name(name), self.expand(rescale, sdims)),
-                              f"{name}[{', '.join(sdims)}] *= {show(rescale.code)}  # the running max grew"))
+                              Note((rescale.code, "  # the running max grew"), sdims, "*=")))
         dot = self.try_dot(x, red, sdims, rdims, name, out)
         if not dot:
             body = self.tile_part(x, red, sdims, rdims, acc_dtype)
@@ -824,10 +827,10 @@ class KernelBuilder(ValueEmitter):
             part = self.expand(Val(body, sdims, acc_dtype), sdims, full=True)
             value = c.BinOp("+", c.Name(name), part) if red.op == "sum" else \
                 c.call(f"{red.op}imum", c.Name(name), part, **kw)
-            out.append(Update(name, value,
-                              f"{name}[{', '.join(sdims)}] " + (f"+= {red.body!r}" if red.op == "sum" else
-                                                                 f"= {red.op}({name}, {red.body!r})")
-                              + f"  over tile [{', '.join(rdims)}]"))
+            over = f"  over tile [{', '.join(rdims)}]"
+            note = Note((f"{red.body!r}{over}",), sdims, "+=") if red.op == "sum" else \
+                Note((f"{red.op}(", c.Name(name), f", {red.body!r}){over}"), sdims)
+            out.append(Update(name, value, note))
         self.stmts = saved
 
     def tile_part(self, x: Stage, red: Reduce, sdims, rdims, acc_dtype: str, name: str | None = None):
@@ -917,7 +920,7 @@ class KernelBuilder(ValueEmitter):
         # bf16/fp16/fp8 pairs go to tl.dot as they are; anything else (or bf16 in the interpreter) is
         # widened to float32 with input_precision="ieee", decided when the kernel is rendered (nest.Dot)
         out.append(Dot(acc, a.code, a.dtype, b.code, b.dtype,
-                       f"{acc}[{m}, {n}] += {red.body!r}  over tile [{k}]  (tl.dot)"))
+                       Note((f"{red.body!r}  over tile [{k}]",), (m, n), "+=")))
         return True
 
     def _parts(self) -> c.Ex:
@@ -947,9 +950,11 @@ class KernelBuilder(ValueEmitter):
             if w.name not in self.stores:
                 self.stores.append(w.name)
             axes = ", ".join(a.name for a in st.tensor.axis)
-            out.append(Store(addr.code, self.expand(Val(c.Name(n), d, t), addr.dims, full=True), mask,
-                             f"{w.name}[{'' if atomic else 'part, '}{axes}] {'+=' if atomic else '='} {n}  # "
-                             f"{'atomic add' if atomic else 'store'}, {t}", atomic=atomic))
+            lhs = (f"{w.name}[{axes}]",) if atomic else (f"{w.name}[", c.Name(self.part), f", {axes}]")
+            note = Note((c.Name(n), f"  # {'atomic add' if atomic else 'store'}, {t}"), op="+=" if atomic else "=",
+                        lhs=lhs)
+            out.append(Store(addr.code, self.expand(Val(c.Name(n), d, t), addr.dims, full=True), mask, note,
+                             atomic=atomic))
 
     def combine_partials(self, x: Stage, acc, out: list, online=None) -> None:
         """split_k's combine kernel: the parts' sums of the tile added in order, part 0 first (or the one
@@ -972,11 +977,11 @@ class KernelBuilder(ValueEmitter):
         saved, self.stmts = self.stmts, out  # what the addresses need goes where the load is
         addr, mask = self._tile_in(x, ws, c.LoopIndex(part) if part else None)
         part_tile = self.fresh(f"{ws.name.lower()}_tile")
-        out.append(LoadTile(part_tile, addr.code, mask, f"{part_tile} = {ws.name}[{part + ', ' if part else ''}...]",
-                            dtype=ws.dtype))
+        where = (f"{ws.name}[", c.LoopIndex(part), ", ...]") if part else (f"{ws.name}[...]",)
+        out.append(LoadTile(part_tile, addr.code, mask, Note(where), dtype=ws.dtype))
         tile = self.expand(Val(c.Name(part_tile), addr.dims, dtype), dims, full=True)  # in the accumulator's order
         out.append(Update(name, c.BinOp("+", c.Name(name), tile),
-                          f"{name}[{', '.join(dims)}] += {part_tile}" if part else f"{name} += {part_tile}"))
+                          Note((c.Name(part_tile),), dims if part else None, "+=")))
         self.stmts = saved
 
     def _merge_online_parts(self, x: Stage, acc, accs: dict, out: list) -> None:
@@ -989,20 +994,21 @@ class KernelBuilder(ValueEmitter):
         out.append(loop)
         body = loop.body
         saved, self.stmts = self.stmts, body
-        tiles = {}
+        tiles, workspace = {}, {}
         for st, w, (_, _, t) in [(x, self.split.workspace, acc)] + \
                 [(self.placed[s].stage, sws, accs[s]) for s, sws in self.split.stats]:
             if w.name not in self.loads:
                 self.loads.append(w.name)
             addr, mask = self._tile_in(st, w, c.LoopIndex(part))
             tile = self.fresh(f"{w.name.lower()}_tile")
-            body.append(LoadTile(tile, addr.code, mask, f"{tile} = {w.name}[{part}, ...]", dtype=w.dtype))
+            body.append(LoadTile(tile, addr.code, mask, Note((f"{w.name}[", c.LoopIndex(part), ", ...]")), dtype=w.dtype))
             tiles[st.name] = Val(c.Name(tile), addr.dims, t)
+            workspace[st.name] = w.name
         m = form.max.name
         m_acc, m_dims, _ = accs[m]
         mp = Val(self.expand(tiles[m], m_dims), m_dims, "float32")
         new = self.emit_stmt(f"{m}_new", c.call("maximum", c.Name(m_acc), mp.code, nan=True),
-                             f"{m}_new = max({m_acc}, {m}_part[{part}])")
+                             Note(("max(", c.Name(m_acc), f", {workspace[m]}[", c.LoopIndex(part), "])")))
         body.append(Comment("a max still -inf subtracts 0 instead: exp(-inf - -inf) would be NaN"))
         safe = self.emit_stmt(f"{m}_safe", _where(c.BinOp("==", new, c.Num(float("-inf"))), c.Num(0.0), new))
         old_scale = Val(self.emit_stmt(f"alpha_{m}", c.call("exp", c.BinOp("-", c.Name(m_acc), safe))), m_dims, "float32")
@@ -1011,8 +1017,9 @@ class KernelBuilder(ValueEmitter):
             tile = Val(self.expand(tiles[name], d), d, t)
             body.append(Update(n, c.BinOp("+", c.BinOp("*", c.Name(n), self.expand(old_scale, d)),
                                           c.BinOp("*", tile.code, self.expand(part_scale, d))),
-                               f"{n}[{', '.join(d)}] = {n} * alpha_{m} + {name}_part[{part}] * beta_{m}"))
-        body.append(Update(m_acc, new, f"{m_acc} = {new.id}"))
+                               Note((c.Name(n), " * ", old_scale.code, f" + {workspace[name]}[", c.LoopIndex(part),
+                                     "] * ", part_scale.code), d)))
+        body.append(Update(m_acc, new, Note((new,))))
         self.stmts = saved
 
     def compute(self, x: Stage, out: list) -> None:
@@ -1029,7 +1036,7 @@ class KernelBuilder(ValueEmitter):
         self._check_tile_numel(x, v.dims)
         name = self.fresh(f"{t.name}_val")
         code = v.code if v.dtype == t.dtype else c.To(castable(v, t.dtype), t.dtype)
-        out.append(Assign(name, code, None if x.tensor.is_reduction else f"{name} = {t.body!r}"))
+        out.append(Assign(name, code, None if x.tensor.is_reduction else Note((repr(t.body),))))
         val = Val(c.Name(name), v.dims, t.dtype)
         env = self.env[x.name]
         if t.name in self.p.stored:
@@ -1039,9 +1046,9 @@ class KernelBuilder(ValueEmitter):
             self._check_tile_numel(x, addr.dims)  # the value is broadcast to the stored tile
             axes = ", ".join(a.name for a in t.axis)
             desc, starts = self.descriptor(t, t.axis, x, addr) if self._tma_store(t) else (None, ())
-            out.append(Store(addr.code, self.expand(val, addr.dims, full=True), mask,
-                             f"{t.name}[{axes}] = {name}  # store, {t.dtype}" + ("  (tensor descriptor)" if desc else ""),
-                             desc=desc, starts=starts))
+            note = Note((val.code, f"  # store, {t.dtype}" + ("  (tensor descriptor)" if desc else "")),
+                        lhs=(f"{t.name}[{axes}]",))
+            out.append(Store(addr.code, self.expand(val, addr.dims, full=True), mask, note, desc=desc, starts=starts))
         self.scopes[-1][t.name] = (val, [env[a].code for a in t.axis], [(env[a].canon, env[a].dims) for a in t.axis])
 
     def _tma_store(self, t) -> bool:

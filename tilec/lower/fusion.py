@@ -58,7 +58,7 @@ def _find(body: list, key: str):
 
 def _same(node) -> object:
     """A statement without what names or describes it: two equal ones compute the same value."""
-    return dataclasses.replace(node, name="", nest=None)
+    return dataclasses.replace(node, name="", note=None)
 
 
 def fuse(kernel: KernelIR, first: str, second: str, what: str) -> KernelIR:

@@ -5,7 +5,8 @@ it by the names its nodes define and read (`defined`, `names_read`, `rename_stmt
 printers read it:
 - `triton_printer.render_triton(kernel, form)`: Triton source, in a form (`triton_printer.Form`: target
   "cuda" or "interpreter", int64 indices or not, descriptors or pointers);
-- `nest_printer.render_nest(kernel)`: the loop nest `tc.lower` prints (statements with a `note`).
+- `nest_printer.render_nest(kernel)`: the loop nest `tc.lower` prints (its loops, and the statements
+  with a `Note`).
 
 Statements: `ProgramId` (a grid coordinate), `TileId` (the grid coordinate a persistent tile loop is
 at), `Assign` (a named value: offsets, masks, temporaries, a stage's rounded value), `Load` / `Store`
@@ -22,6 +23,20 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from tilec.lower.code import Ex, names_read, rename, walk
+
+
+@dataclass(frozen=True)
+class Note:
+    """How a statement reads in the loop nest people see (`nest_printer.py`): `lhs op rhs`. Its parts are
+    strings (the user's compute as written: `silu(C[i, j])`) or expressions (the kernel's names and values,
+    renamed with the statement by every pass). `lhs` None: the name the statement defines, with `dims`
+    (its tile dims, shown as name[dims]) where given; a statement that defines no name (a store) says its own."""
+
+    rhs: tuple
+    dims: tuple | None = None
+    op: str = "="
+    lhs: tuple | None = None
+    piece: str | None = None  # the sub-tile piece the statement is of (subtiles.py): "ji 32:48"
 
 
 @dataclass(frozen=True)
@@ -45,7 +60,6 @@ class ProgramId:
 
     name: str
     dim: int
-    nest: str | None = None
 
 
 @dataclass(frozen=True)
@@ -54,7 +68,6 @@ class TileId:
 
     name: str
     loop: str
-    nest: str | None = None
 
 
 @dataclass(frozen=True)
@@ -63,7 +76,7 @@ class Assign:
 
     name: str
     value: Ex
-    nest: str | None = None
+    note: Note | None = None
 
 
 @dataclass(frozen=True)
@@ -75,7 +88,7 @@ class Load:
     name: str
     address: Ex
     mask: Ex | None
-    nest: str | None = None
+    note: Note | None = None
     desc: str | None = None
     starts: tuple = ()
     dtype: str = "float32"
@@ -90,7 +103,7 @@ class Store:
     address: Ex
     value: Ex
     mask: Ex | None
-    nest: str | None = None
+    note: Note | None = None
     atomic: bool = False
     desc: str | None = None
     starts: tuple = ()
@@ -105,7 +118,7 @@ class AccInit:
     shape: Ex
     init: Ex
     dtype: str
-    nest: str | None = None
+    note: Note | None = None
 
 
 @dataclass(frozen=True)
@@ -114,7 +127,7 @@ class Update:
 
     acc: str
     value: Ex
-    nest: str | None = None
+    note: Note | None = None
 
 
 @dataclass(frozen=True)
@@ -127,7 +140,7 @@ class Dot:
     a_dtype: str
     b: Ex
     b_dtype: str
-    nest: str | None = None
+    note: Note | None = None
 
 
 @dataclass(frozen=True)
@@ -135,7 +148,7 @@ class Barrier:
     """Every thread of the program waits here, so what one thread stored to memory (a producer's region
     kept in a buffer, `Plan.scratch`) is visible to the threads that read it next."""
 
-    nest: str | None = None
+    note: Note | None = None
 
 
 @dataclass(frozen=True)
@@ -259,7 +272,11 @@ def rename_stmt(node, mapping: dict):
     changes = {}
     for f in dataclasses.fields(node):
         v = getattr(node, f.name)
-        if isinstance(v, (Ex, tuple)):
+        if isinstance(v, Note):
+            new = dataclasses.replace(v, rhs=rename(v.rhs, mapping), lhs=rename(v.lhs, mapping))
+            if new != v:
+                changes[f.name] = new
+        elif isinstance(v, (Ex, tuple)):
             new = rename(v, mapping)
             if new != v:
                 changes[f.name] = new

@@ -10,7 +10,7 @@ its `Note`, whose names are expressions of the node too.
 from __future__ import annotations
 
 from tilec.lower import code as c
-from tilec.lower.triton_printer import num
+from tilec.lower.triton_printer import DOT, num
 
 _SPELL = {"maximum": "max", "minimum": "min"}
 
@@ -64,6 +64,23 @@ def show(e, values: dict | None = None) -> str:
     return NestPrinter(values).ex(e)
 
 
+def line(node, p: NestPrinter) -> str:
+    """A statement's nest line, from its `Note`: the name it defines (or the note's own left side), then
+    the right side; a dot says which instruction it is."""
+    from tilec.lower.nest import Dot, defined
+
+    note = node.note
+    parts = lambda xs: "".join(x if isinstance(x, str) else p.ex(x) for x in xs)  # noqa: E731
+    if note.lhs is not None:
+        lhs = parts(note.lhs)
+    else:
+        lhs = defined(node) + (f"[{', '.join(note.dims)}]" if note.dims is not None else "")
+    text = lhs + (f" {note.op} " if note.op else "") + parts(note.rhs)
+    if isinstance(node, Dot):
+        text += f"  ({DOT})"
+    return text + (f"  [{note.piece}]" if note.piece else "")
+
+
 def span(loop, values: dict) -> str:
     """What a loop runs over, for people: [0, cdiv(K, 32)), or a persistent loop's tiles."""
     p = NestPrinter(values)
@@ -97,8 +114,8 @@ def render_nest(kernel) -> str:
                     how += ", flattened"
                 out.append(f"{pad}for {node.var} in {span(node, values)}:  {how}  # {node.role}")
                 emit(node.body, indent + 1)
-            elif getattr(node, "nest", None):
-                out.append(pad + node.nest)
+            elif getattr(node, "note", None) is not None:
+                out.append(pad + line(node, p))
 
     emit(kernel.body, 2)
     return "\n".join(out) + "\n"

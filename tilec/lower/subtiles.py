@@ -39,7 +39,8 @@ def _retarget(node, name: str):
 
 
 def _mark(node, label: str):
-    return dataclasses.replace(node, nest=f"{node.nest}  [{label}]") if getattr(node, "nest", None) else node
+    note = getattr(node, "note", None)
+    return dataclasses.replace(node, note=dataclasses.replace(note, piece=label)) if note else node
 
 
 # -- the merge ---------------------------------------------------------------------------------

@@ -43,6 +43,7 @@ HELPERS = {
            f"    return tl.{op}imum(a, b, propagate_nan=tl.PropagateNan.ALL)\n")
     for op, name in NAN_COMBINE.items()}
 
+DOT = "tl.dot"  # the matrix product a `Dot` statement is (the nest names it too)
 _PLAIN = {"zeros_like", "broadcast_to", "trans", "permute", "where", "exp", "log", "sqrt", "rsqrt", "abs",
           "sigmoid", "floor", "cdiv", "arange", "full", "zeros", "maximum", "minimum"}
 
@@ -208,9 +209,9 @@ def statement(node, form: Form = CUDA) -> str | None:  # noqa: C901 - one case p
         return f"{node.acc} = {r(node.value)}"
     if isinstance(node, n.Dot):
         if targets.native_dot(node.a_dtype, node.b_dtype, form.target):
-            return f"{node.acc} = tl.dot({r(node.a)}, {r(node.b)}, {node.acc})"
+            return f"{node.acc} = {DOT}({r(node.a)}, {r(node.b)}, {node.acc})"
         a, b = r(_dot_operand(node.a, node.a_dtype)), r(_dot_operand(node.b, node.b_dtype))
-        return f'{node.acc} = tl.dot({a}, {b}, {node.acc}, input_precision="ieee")'
+        return f'{node.acc} = {DOT}({a}, {b}, {node.acc}, input_precision="ieee")'
     if isinstance(node, n.TanhExp):
         return tanh_exp(node.name, r(node.x), form.target)
     if isinstance(node, n.Barrier):

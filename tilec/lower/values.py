@@ -34,7 +34,7 @@ from tilec.ir.expr import (
 )
 from tilec.ir.knob import Knob
 from tilec.lower import code as c
-from tilec.lower.nest import Assign, TanhExp
+from tilec.lower.nest import Assign, Note, TanhExp
 from tilec.lower.nest import Load as LoadTile
 from tilec.lower.nest_printer import show
 from tilec.schedule.schedule import Stage
@@ -505,8 +505,8 @@ class ValueEmitter:
             mask = self.combine(c.all_of, masks, "bool", order=addr.dims).code
         name = self.fresh(hint)
         desc, starts = self.descriptor(t, ld.indices, st, addr) if tma else (None, ())
-        nest = f"{hint} = {ld!r}" + ("  (tensor descriptor)" if desc else "")
-        self.stmts.append(LoadTile(name, addr.code, mask, nest, desc, starts, t.dtype))
+        note = Note((repr(ld) + ("  (tensor descriptor)" if desc else ""),))
+        self.stmts.append(LoadTile(name, addr.code, mask, note, desc, starts, t.dtype))
         self.zero_outside[name] = {m.code for m in masks}  # where the load gives 0 (other=0)
         return Val(c.Name(name), addr.dims, t.dtype)
 
