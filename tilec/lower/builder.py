@@ -1,18 +1,18 @@
 """Lowering, the IR pass: the analysis (plan, masks) -> loop-nest IR (`nest.KernelIR`, statement nodes
 over `code` expressions), one kernel per root stage; `triton_printer.render_triton` turns it into source.
 
-How a stage's loops become Triton:
-- leaves bound with `bind` are grid axes (`tl.program_id`); a fused grid axis is decomposed with // and %;
-- the inner axis of a split is a tile axis: a `tl.arange` vector dimension (power-of-two extent);
-- every other leaf is a serial loop (`tl.range`, pipelined if asked) or unrolled (`tl.static_range`).
+How a stage's loops become the kernel's:
+- leaves bound with `bind` are grid axes (`ProgramId`); a fused grid axis is decomposed with // and %;
+- the inner axis of a split is a tile axis: an `arange` vector dimension (power-of-two extent);
+- every other leaf is a serial loop (`For`, pipelined if asked) or unrolled.
 Each original axis gets an offset vector `offs_<axis>` (and `mask_<axis>` where the analysis says
 its tiles may overrun).
 
-A sum of a product whose operands cover (m, k) and (k, n) tiles becomes `tl.dot` with a float32
-accumulator; other reductions become `tl.sum`/`tl.max`/`tl.min` over the reduce tile dimension,
-masked with the reduction's identity. Stages placed with compute_at are emitted inside the loop they
-were placed at: producers before the rest of the loop body, consumers after it. The values inside
-(expressions, loads, broadcasting) are written by `ValueEmitter` (tilec/lower/values.py).
+A sum of a product whose operands cover (m, k) and (k, n) tiles becomes a `Dot` into a float32
+accumulator; other reductions become a sum, max or min over the reduce tile dimension, masked with
+the reduction's identity. Stages placed with compute_at are emitted inside the loop they were placed
+at: producers before the rest of the loop body, consumers after it. The values inside (expressions,
+loads, broadcasting) are written by `ValueEmitter` (tilec/lower/values.py).
 """
 
 from __future__ import annotations
@@ -334,7 +334,7 @@ class KernelBuilder(ValueEmitter):
 
     def _check_tile_numel(self, x: Stage, dims) -> None:
         """Triton's tensors hold at most 2**20 elements: check each tile the kernel materializes (a load,
-        an accumulator, a reduction's operand, a stage's value; tl.dot's (m, n, k) product never is)."""
+        an accumulator, a reduction's operand, a stage's value; a dot's (m, n, k) product never is)."""
         numel = 1
         for d in dims:
             numel *= self.extent_value(d, whole=True)
@@ -870,7 +870,7 @@ class KernelBuilder(ValueEmitter):
         return body
 
     def try_dot(self, x, red, sdims, rdims, acc, out) -> bool:
-        """Lower sum(a * b) over one reduce tile dim to tl.dot when a covers (m, k) and b (k, n)."""
+        """Lower sum(a * b) over one reduce tile dim to a `Dot` when a covers (m, k) and b (k, n)."""
         if red.op != "sum" or red.dtype != "float32" or len(sdims) != 2 or len(rdims) != 1:
             return False
         body = red.body

@@ -2,7 +2,7 @@
 powers of two) is lowered as power-of-two pieces, e.g. a 192-wide tile as 128 + 64.
 
 The kernel is built once per piece (`KernelBuilder(..., piece=(axis, start, length))`: the tile's
-`tl.arange` covers that piece only), and the builds are merged statement by statement (`merge`). The
+`arange` covers that piece only), and the builds are merged statement by statement (`merge`). The
 builds have the same loops and statements in the same order; where a statement is the same in every
 build (the A tile of a GEMM, the offsets along other axes, the loops), the kernel has it once; where
 it differs (the W tile, the accumulator, the dot, the epilogue and the store of each piece), it has

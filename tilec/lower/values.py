@@ -4,8 +4,8 @@
 `ValueEmitter` is the half of the kernel builder that writes values; the other half
 (`tilec.lower.builder.KernelBuilder`, which inherits this) writes the loops, stages and statements
 around them. A value carries the tile dims it varies over; binary operations broadcast their operands
-with `[:, None]` (`expand`); loads come from an inlined stage's expression, from registers (a value
-computed in the same kernel) or from memory (`tl.load` with the axes' masks); low-precision floats are
+by inserting unit dims (`expand`); loads come from an inlined stage's expression, from registers (a value
+computed in the same kernel) or from memory (a `Load` with the axes' masks); low-precision floats are
 widened to float32 between rounding points; `//` and `%` round toward minus infinity as in torch.
 """
 
@@ -531,8 +531,8 @@ class ValueEmitter:
         return name, tuple(starts)
 
     def address(self, ptr: str, t, idx_vals: list[Val]) -> Val:
-        """`T + offs_i[:, None] * stride_T_0 + ...`, its dims in the tensor's index order (the memory
-        order, so a row-major tile is loaded with its contiguous dimension last)."""
+        """T + offs_i * stride_T_0 + ... (each index laid out over the tile), its dims in the tensor's index
+        order (the memory order, so a row-major tile is loaded with its contiguous dimension last)."""
         order = tuple(dict.fromkeys(d for v in idx_vals for d in v.dims))
         terms = [c.BinOp("*", self.expand(v, order), c.Name(f"stride_{t.name}_{d}")) for d, v in enumerate(idx_vals)]
         return Val(c.sum_of(c.Name(ptr), *terms), order, "ptr")
