@@ -16,7 +16,7 @@ import torch
 
 import tilec as tc
 from tilec.lower import subtiles
-from tilec.lower.code import Lit, Name
+from tilec.lower.code import BinOp, Name, Num, Tuple, call
 from tilec.lower.nest import AccInit, Assign, KernelIR, Update
 from tilec.lower.program import Program
 
@@ -187,8 +187,8 @@ def test_a_value_that_combines_the_pieces_is_refused_by_the_merge():
     """A statement of the second piece that updates a name both pieces share (a reduction over the
     sub-tiled axis) cannot be split into pieces: the merge refuses it instead of keeping one piece."""
     def kernel(piece):
-        body = [AccInit("acc", "[16]", "0", "float32"),
-                Assign("x", Lit(f"tl.arange(0, {piece})")),
+        body = [AccInit("acc", Tuple((Num(16),)), Num(0), "float32"),
+                Assign("x", call("arange", 0, piece)),
                 Update("acc", Name("x"))]
         return KernelIR("K_kernel", "K", ["K"], [], [], [], body, ["h", "config: none (no knobs)", "schedule:"],
                         4, [], [])
@@ -196,20 +196,18 @@ def test_a_value_that_combines_the_pieces_is_refused_by_the_merge():
         subtiles.merge([kernel(32), kernel(16)], "ji", 48)
 
 
-def test_a_statement_that_names_another_pieces_value_in_text_is_refused_by_the_merge():
-    """A name written into an operator's text (a Lit) is out of the renaming's reach: the merge refuses the
-    kernel rather than let the second piece read the first piece's value."""
+def test_a_name_read_deep_in_an_expression_is_renamed_with_its_piece():
+    """The merge renames a piece's values in its statements' expression nodes, wherever they are read (here
+    under a call under an operator): the second piece's y reads its own x, never the first piece's."""
     def kernel(piece):
-        body = [Assign("x", Lit(f"tl.arange(0, {piece})")), Assign("y", Lit("x * 2"))]
+        body = [Assign("x", call("arange", 0, piece)),
+                Assign("y", call("exp", BinOp("*", Name("x"), Num(piece))))]
         return KernelIR("K_kernel", "K", ["K"], [], [], [], body, ["h", "config: none (no knobs)", "schedule:"],
                         4, [], [])
-    merged = subtiles.merge([kernel(32), kernel(32)], "ji", 64)  # identical pieces: nothing renamed, fine
+    merged = subtiles.merge([kernel(32), kernel(32)], "ji", 64)  # identical pieces: nothing renamed
     assert [n.name for n in merged.body] == ["x", "y"]
 
-    def uses(piece):
-        k = kernel(piece)
-        k.body[1] = Assign("y", Lit(f"x * {piece}"))  # differs per piece and names x in its text
-        return k
-    with pytest.raises(tc.LoweringError, match=r"a statement of the piece ji 32:48 still reads x of the first "
-                                               r"piece"):
-        subtiles.merge([uses(32), uses(16)], "ji", 48)
+    merged = subtiles.merge([kernel(32), kernel(16)], "ji", 48)
+    assert [n.name for n in merged.body] == ["x", "x_1", "y", "y_1"]
+    assert merged.body[3].value == call("exp", BinOp("*", Name("x_1"), Num(16)))
+    assert merged.body[2].value == call("exp", BinOp("*", Name("x"), Num(32)))

@@ -169,7 +169,9 @@ SLOW_WORK = 300_000  # past this after shrinking (about 45 s and more) the case 
 def estimate_work(kernel, sizes: dict) -> int | None:
     """Statements the kernels execute: programs x the statements of each loop nest, loops unrolled."""
     from tilec.ir.expr import evaluate
-    from tilec.lower.nest import For, statement
+    from tilec.lower.nest import For
+    from tilec.lower.nest_printer import show
+    from tilec.lower.triton_printer import statement
 
     env = {"cdiv": lambda a, b: -(-a // b), **sizes, **kernel.program.config}
 
@@ -177,7 +179,7 @@ def estimate_work(kernel, sizes: dict) -> int | None:
         n = 0
         for x in body:
             if isinstance(x, For):
-                n += int(eval(x.extent_text, {}, env)) * (1 + cost(x.body))
+                n += int(eval(show(x.extent, kernel.program.config), {}, env)) * (1 + cost(x.body))
             else:  # a statement costs about one interpreted op per 25 characters of it
                 n += 1 + len(statement(x, kernel.program.form) or "") // 25
         return n

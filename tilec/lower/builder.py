@@ -1,24 +1,23 @@
 """Lowering, the IR pass: the analysis (plan, masks) -> loop-nest IR (`nest.KernelIR`, statement nodes
-over `code` expressions), one kernel per root stage; `nest.render_triton` turns it into source.
+over `code` expressions), one kernel per root stage; `triton_printer.render_triton` turns it into source.
 
-How a stage's loops become Triton:
-- leaves bound with `bind` are grid axes (`tl.program_id`); a fused grid axis is decomposed with // and %;
-- the inner axis of a split is a tile axis: a `tl.arange` vector dimension (power-of-two extent);
-- every other leaf is a serial loop (`tl.range`, pipelined if asked) or unrolled (`tl.static_range`).
+How a stage's loops become the kernel's:
+- leaves bound with `bind` are grid axes (`ProgramId`); a fused grid axis is decomposed with // and %;
+- the inner axis of a split is a tile axis: an `arange` vector dimension (power-of-two extent);
+- every other leaf is a serial loop (`For`, pipelined if asked) or unrolled.
 Each original axis gets an offset vector `offs_<axis>` (and `mask_<axis>` where the analysis says
 its tiles may overrun).
 
-A sum of a product whose operands cover (m, k) and (k, n) tiles becomes `tl.dot` with a float32
-accumulator; other reductions become `tl.sum`/`tl.max`/`tl.min` over the reduce tile dimension,
-masked with the reduction's identity. Stages placed with compute_at are emitted inside the loop they
-were placed at: producers before the rest of the loop body, consumers after it. The values inside
-(expressions, loads, broadcasting) are written by `ValueEmitter` (tilec/lower/values.py).
+A sum of a product whose operands cover (m, k) and (k, n) tiles becomes a `Dot` into a float32
+accumulator; other reductions become a sum, max or min over the reduce tile dimension, masked with
+the reduction's identity. Stages placed with compute_at are emitted inside the loop they were placed
+at: producers before the rest of the loop body, consumers after it. The values inside (expressions,
+loads, broadcasting) are written by `ValueEmitter` (tilec/lower/values.py).
 """
 
 from __future__ import annotations
 
 import builtins
-import re
 from collections import defaultdict
 
 from tilec.errors import ArgumentError, LoweringError
@@ -39,10 +38,9 @@ from tilec.ir.expr import (
 )
 from tilec.ir.knob import Knob, factor_value
 from tilec.ir.tensor import sizes_of
+from tilec.lower import code as c
 from tilec.lower import targets
-from tilec.lower.code import Ex, Lit, LoopIndex, Name, Paren, f, paren
 from tilec.lower.nest import (
-    NAN_COMBINE,
     AccInit,
     Assign,
     Barrier,
@@ -50,18 +48,21 @@ from tilec.lower.nest import (
     Dot,
     For,
     KernelIR,
+    Note,
     Param,
     ProgramId,
     Store,
     TileId,
     Update,
+    Why,
 )
 from tilec.lower.nest import Load as LoadTile
-from tilec.lower.values import AxisVal, Val, ValueEmitter, castable
+from tilec.lower.nest_printer import show
+from tilec.lower.values import AxisVal, Val, ValueEmitter, _where, castable
 from tilec.plan.placement import Placed
 from tilec.schedule.schedule import Fuse, Split, Stage
 
-_IDENTITY = {"sum": "0", "max": 'float("-inf")', "min": 'float("inf")'}
+_IDENTITY = {"sum": c.Num(0), "max": c.Num(float("-inf")), "min": c.Num(float("inf"))}
 
 
 def compute_text(t) -> str:
@@ -69,9 +70,7 @@ def compute_text(t) -> str:
     return f"{t.name}[{', '.join(a.name for a in t.axis)}] = {t.body!r}"
 
 
-def _is_name_ex(e) -> bool:
-    return isinstance(e, Name)
-_IDENTITY_INT = {"sum": "0", "max": "-2147483648", "min": "2147483647"}
+_IDENTITY_INT = {"sum": c.Num(0), "max": c.Num(-2147483648), "min": c.Num(2147483647)}
 
 
 def _is_product(e) -> bool:
@@ -79,6 +78,28 @@ def _is_product(e) -> bool:
     while isinstance(e, Cast):
         e = e.a
     return isinstance(e, Binary) and e.op == "*"
+
+
+def _linear(terms: list) -> c.Ex:
+    """The sum of `terms` ((coefficient, expression or None for the number 1) pairs), left to right, the
+    first one's sign on it: -2 * x + y - 1."""
+    out = None
+    for coef, e in terms:
+        if e is None:
+            term, neg = c.Num(abs(coef)), coef < 0
+        else:
+            term, neg = (e if abs(coef) == 1 else c.BinOp("*", c.Num(abs(coef)), e)), coef < 0
+        if out is not None:
+            out = c.BinOp("-" if neg else "+", out, term)
+        elif not neg:
+            out = term
+        elif e is None:
+            out = c.Num(coef)
+        elif abs(coef) == 1:
+            out = c.UnaryOp("-", e)
+        else:
+            out = c.BinOp("*", c.Num(coef), e)
+    return out
 
 
 def _may_overrun(st: Stage, axis: IterVar, config: dict) -> bool:
@@ -116,14 +137,14 @@ class KernelBuilder(ValueEmitter):
         self.piece = piece  # (tile axis, start, length): build only this piece of a sub-tiled tile
         self.split = split  # split_k: a SplitK (which of its two kernels this is), or None
         self.part: str | None = None  # split_k's partial kernel: the program id of this program's part
-        self.full_extent: dict[str, str] = {}  # a sub-tiled dim's whole extent, for the size checks
+        self.full_extent: dict[str, c.Ex] = {}  # a sub-tiled dim's whole extent, for the size checks
         self.warps = root.layout.warps  # the schedule's num_warps, or the plan's default for its tile
         self.unrolled = 1  # copies of the code being emitted: the product of the enclosing unrolled loops
         self.persistent = None  # (grid variable, its statement list, its index) of a persistent grid axis
         self.params: dict[str, Param] = {}
         self.names: set[str] = set()
         self.dim_order: list[str] = []
-        self.dim_extent: dict[str, str] = {}
+        self.dim_extent: dict[str, c.Ex] = {}  # a tile dim's extent: a Num, or a knob's Name
         self.env: dict[str, dict[IterVar, AxisVal]] = {}
         self.scopes: list[dict] = [{}]
         self.stages: list[str] = []
@@ -165,21 +186,30 @@ class KernelBuilder(ValueEmitter):
             self._param(f"stride_{t.name}_{d}", "stride", tensor=t.name, dim=d)
         return name
 
-    def scalar(self, e: Expr) -> str:
-        """Triton text of a scalar size expression (sizes, knobs, ints)."""
+    def scalar(self, e: Expr) -> c.Ex:
+        """A scalar size expression (sizes, knobs, ints) as an expression of the kernel's parameters."""
         if isinstance(e, Const):
-            return repr(e.value)
+            return c.Num(e.value)
         if isinstance(e, SizeVar):
             if e.name in self.p.specialize:
-                return str(self.p.specialize[e.name])
-            return self._param(e.name, "size")
+                return c.Num(int(self.p.specialize[e.name]), size=e.name)
+            return c.Name(self._param(e.name, "size"))
         if isinstance(e, Knob):
-            return self._param(e.knob_name, "constexpr")
+            return c.Name(self._param(e.knob_name, "constexpr"))
         if isinstance(e, Binary) and e.op == "cdiv":
-            return f"tl.cdiv({self.scalar(e.a)}, {self.scalar(e.b)})"
+            return c.call("cdiv", self.scalar(e.a), self.scalar(e.b))
         if isinstance(e, Binary) and e.op in ("*", "+", "-", "//", "%"):
-            return f"{paren(self.scalar(e.a))} {e.op} {paren(self.scalar(e.b))}"
+            return c.BinOp(e.op, self.scalar(e.a), self.scalar(e.b))
         raise LoweringError(f"cannot use {e!r} as a size in generated code")
+
+    def factor(self, f) -> c.Ex:
+        """A split factor or group size (an int, or a knob's constexpr parameter)."""
+        return self.scalar(f) if isinstance(f, Knob) else c.Num(int(f))
+
+    def extent_value(self, dim: str, whole: bool = False) -> int:
+        """A tile dim's extent under the config (`whole`: a sub-tiled dim's whole tile, not its piece)."""
+        e = self.full_extent.get(dim, self.dim_extent[dim]) if whole else self.dim_extent[dim]
+        return e.value if isinstance(e, c.Num) else self.config[e.id]
 
     def text(self, e: Expr) -> str:
         """A size expression for people, knobs replaced by their values: cdiv(M, 128) * cdiv(N, 64)."""
@@ -203,10 +233,10 @@ class KernelBuilder(ValueEmitter):
             if size_text(axis.extent) != size_text(taxis.extent):
                 v = env[axis]
                 mask = self.fresh(f"mask_{axis.name}_{x.name}")
-                cond = f("{} < " + paren(self.scalar(axis.extent)), v.code)
-                out.append(Assign(mask, f("({}) & {}", cond, v.mask) if v.mask else cond))
-                env[axis] = AxisVal(v.code, v.dims, v.level, Name(mask), None,
-                                    v.canon and f"{v.canon} < {size_text(axis.extent)}")
+                cond = c.BinOp("<", v.code, self.scalar(axis.extent))
+                out.append(Assign(mask, c.BinOp("&", cond, v.mask) if v.mask else cond))
+                env[axis] = AxisVal(v.code, v.dims, v.level, c.Name(mask), None,
+                                    v.canon and (v.canon, "<", size_text(axis.extent)))
         leaf_val: dict[IterVar, Val] = {}
         level_of: dict[IterVar, int] = {}
         saved = self.stmts
@@ -219,7 +249,7 @@ class KernelBuilder(ValueEmitter):
             if lay.persistent and lay.persistent[0] is a:  # build() puts what follows in the tile loop
                 self.persistent = (var, self.stmts, len(self.stmts))
             self.stmts.append(ProgramId(var, st.binds[a]))  # int64 in the int64 form (nest.py)
-            leaf_val[a], level_of[a] = Val(Name(var), (), "int32"), -1
+            leaf_val[a], level_of[a] = Val(c.Name(var), (), "int32"), -1
         if self.split is not None and self.split.mode == "partial" and x is self.root:
             self.part = self.fresh("part")
             out.append(Comment(f"{x.name}: split_k part -> program_id.{self.split.dim}: this program sums one "
@@ -228,41 +258,41 @@ class KernelBuilder(ValueEmitter):
         loop_vars = {}
         for n, a in enumerate(lay.loops):
             loop_vars[a] = self.fresh(a.name)
-            leaf_val[a], level_of[a] = Val(LoopIndex(loop_vars[a]), (), "int32"), n
+            leaf_val[a], level_of[a] = Val(c.LoopIndex(loop_vars[a]), (), "int32"), n
         for a in lay.singles:  # a loop that runs once (isl, under the size facts): no loop, index 0
-            leaf_val[a], level_of[a] = Val(Lit("0"), (), "int32"), -1
+            leaf_val[a], level_of[a] = Val(c.Num(0), (), "int32"), -1
         for a in lay.tiles:
             dim = self.fresh(a.name)
             self.dim_order.append(dim)
             factor = next(r.factor for r in st.relations if isinstance(r, Split) and r.inner is a)
-            self.dim_extent[dim] = self.scalar(factor) if isinstance(factor, Knob) else str(lay.tile_extent[a])
-            arange = f"tl.arange(0, {self.dim_extent[dim]})"
+            self.dim_extent[dim] = self.scalar(factor) if isinstance(factor, Knob) else c.Num(lay.tile_extent[a])
+            arange = c.call("arange", 0, self.dim_extent[dim])
             if self.piece is not None and self.piece[0] is a:  # one power-of-two piece of the tile
                 _, start, length = self.piece
-                self.full_extent[dim], self.dim_extent[dim] = str(lay.tile_extent[a]), str(length)
-                arange = f"({start} + tl.arange(0, {length}))" if start else f"tl.arange(0, {length})"
-            leaf_val[a], level_of[a] = Val(Lit(arange), (dim,), "int32"), -1
+                self.full_extent[dim], self.dim_extent[dim] = c.Num(lay.tile_extent[a]), c.Num(length)
+                arange = c.call("arange", 0, length)
+                arange = c.BinOp("+", c.Num(start), arange) if start else arange
+            leaf_val[a], level_of[a] = Val(arange, (dim,), "int32"), -1
         # guards[a]: conditions on intermediate axes inside a's value that may overrun without a's own
         # value overrunning (the inner axis of a split, split again by a factor that does not divide it)
         guards: dict[IterVar, list[Val]] = defaultdict(list)
-        block: dict[IterVar, Ex] = {}  # axis -> the start of its block, where it is outer * f + a tile's arange
+        block: dict[IterVar, c.Ex] = {}  # axis -> the start of its block, where it is outer * f + a tile's arange
         for rel in reversed(st.relations):
             if isinstance(rel, Split) and rel.outer in leaf_val and rel.inner in leaf_val:
                 o, i = leaf_val[rel.outer], leaf_val[rel.inner]
-                fac = self.scalar(rel.factor) if isinstance(rel.factor, Knob) else str(rel.factor)
-                zero = o.code == Lit("0")  # the outer leaf is a loop that runs once
+                fac = self.factor(rel.factor)
+                zero = o.code == c.Num(0)  # the outer leaf is a loop that runs once
                 if rel.inner in lay.tiles and not o.dims:
-                    start = Lit("0") if zero else f("{} * " + fac, Paren(o.code))
+                    start = c.Num(0) if zero else c.BinOp("*", o.code, fac)
                     if self.piece is not None and self.piece[0] is rel.inner and self.piece[1]:
-                        start = Lit(str(self.piece[1])) if zero else f("{} + " + str(self.piece[1]), start)
+                        start = c.Num(self.piece[1]) if zero else c.BinOp("+", start, c.Num(self.piece[1]))
                     block[rel.parent] = start
-                leaf_val[rel.parent] = i if zero else self.combine(
-                    "{} * " + fac + " + {}", [Val(Paren(o.code), o.dims, "int32"), i], "int32")
+                leaf_val[rel.parent] = i if zero else self.combine(  # one flat sum of the levels' terms
+                    lambda x, y, f=fac: c.sum_of(c.BinOp("*", x, f), y), [o, i], "int32")
                 level_of[rel.parent] = max(level_of[rel.outer], level_of[rel.inner])
                 guards[rel.parent] = guards[rel.outer] + guards[rel.inner]
                 if rel.inner not in lay.kind and _may_overrun(st, rel.inner, self.config):
-                    guards[rel.parent].append(self.combine("{} < " + fac, [Val(Paren(i.code), i.dims, "int32")],
-                                                           "bool"))
+                    guards[rel.parent].append(self.combine(lambda x, f=fac: c.BinOp("<", x, f), [i], "bool"))
             elif isinstance(rel, Fuse) and rel.fused in leaf_val and rel.group is not None:
                 leaf_val[rel.outer], leaf_val[rel.inner] = self.grouped(x, rel, leaf_val[rel.fused], out)
                 level_of[rel.outer] = level_of[rel.inner] = level_of[rel.fused]
@@ -270,8 +300,8 @@ class KernelBuilder(ValueEmitter):
             elif isinstance(rel, Fuse) and rel.fused in leaf_val:
                 fv = leaf_val[rel.fused]
                 ext = self.scalar(rel.inner.extent)
-                leaf_val[rel.outer] = Val(f("{} // " + paren(ext), Paren(fv.code)), fv.dims, "int32")
-                leaf_val[rel.inner] = Val(f("{} % " + paren(ext), Paren(fv.code)), fv.dims, "int32")
+                leaf_val[rel.outer] = Val(c.BinOp("//", fv.code, ext), fv.dims, "int32")
+                leaf_val[rel.inner] = Val(c.BinOp("%", fv.code, ext), fv.dims, "int32")
                 level_of[rel.outer] = level_of[rel.inner] = level_of[rel.fused]
                 guards[rel.outer] = guards[rel.inner] = list(guards[rel.fused])
         defs: dict[int, list] = defaultdict(list)
@@ -287,15 +317,13 @@ class KernelBuilder(ValueEmitter):
                 mask = None
                 conds = []
                 if self.p.masks[x.name][axis]:  # decided by isl in the analysis (tilec.plan)
-                    conds.append(Val(f("{} < " + paren(self.scalar(axis.extent)), Name(name)), v.dims, "bool"))
+                    conds.append(Val(c.BinOp("<", c.Name(name), self.scalar(axis.extent)), v.dims, "bool"))
                 conds += guards[axis]
                 if conds:
                     mask = self.fresh(f"mask_{axis.name}")
-                    m = self.combine(" & ".join(["({})" if len(conds) > 1 else "{}"] * len(conds)), conds, "bool",
-                                     order=v.dims)
-                    stmts.append(Assign(mask, m.code))
+                    stmts.append(Assign(mask, self.combine(c.all_of, conds, "bool", order=v.dims).code))
                 canon = self._canon(v.code, v.dims, axis, self.p.masks[x.name][axis], guards[axis])
-                env[axis] = AxisVal(Name(name), v.dims, level_of[axis], Name(mask) if mask else None,
+                env[axis] = AxisVal(c.Name(name), v.dims, level_of[axis], c.Name(mask) if mask else None,
                                     block.get(axis) if not guards[axis] else None, canon)
 
         define(defs[-1], out)
@@ -306,12 +334,11 @@ class KernelBuilder(ValueEmitter):
 
     def _check_tile_numel(self, x: Stage, dims) -> None:
         """Triton's tensors hold at most 2**20 elements: check each tile the kernel materializes (a load,
-        an accumulator, a reduction's operand, a stage's value; tl.dot's (m, n, k) product never is)."""
+        an accumulator, a reduction's operand, a stage's value; a dot's (m, n, k) product never is)."""
         numel = 1
         for d in dims:
-            ext = self.full_extent.get(d, self.dim_extent[d])
-            numel *= int(ext) if ext.isdigit() else self.config[ext]
-        shape = " x ".join(f"{d}={self.dim_extent[d]}" for d in self._order(dims))
+            numel *= self.extent_value(d, whole=True)
+        shape = " x ".join(f"{d}={self.extent_name(d)}" for d in self._order(dims))
         if numel > targets.MAX_TILE_NUMEL:
             raise LoweringError(f"{x.name} works on a tile of {numel} elements ({shape}), but Triton's tensors "
                                 f"hold at most {targets.MAX_TILE_NUMEL}; use smaller split factors")
@@ -333,19 +360,21 @@ class KernelBuilder(ValueEmitter):
         tiles, each group running down its inner tiles (Triton's GROUP_M order; the last group may be
         smaller). The fused axis is a grid coordinate (placement checks), so these are scalars."""
         o, i = rel.outer.name, rel.inner.name
-        n_outer, n_inner = paren(self.scalar(rel.outer.extent)), paren(self.scalar(rel.inner.extent))
-        group = self.scalar(rel.group) if isinstance(rel.group, Knob) else str(rel.group)
+        n_outer, n_inner = self.scalar(rel.outer.extent), self.scalar(rel.inner.extent)
+        group = self.factor(rel.group)
         per_group, first, size = (self.fresh(f"{n}_{o}") for n in ("per_group", "first", "group_size"))
-        fused = Paren(fv.code)
-        out.append(Comment(f"{x.name}.{rel.fused.name}: programs in groups of {group} {o} tiles (swizzle)"))
-        out.append(Assign(per_group, Lit(f"{group} * {n_inner}")))
-        out.append(Assign(first, f("{} // " + per_group + " * " + group, fused)))
-        out.append(Assign(size, Lit(f"tl.minimum({n_outer} - {first}, {group})")))
-        nest = f"{o}, {i} = swizzle({rel.fused.name}, group={factor_value(rel.group, self.config)})"
+        fused = fv.code
+        out.append(Comment(f"{x.name}.{rel.fused.name}: programs in groups of {show(group)} {o} tiles (swizzle)"))
+        out.append(Assign(per_group, c.BinOp("*", group, n_inner)))
+        out.append(Assign(first, c.BinOp("*", c.BinOp("//", fused, c.Name(per_group)), group)))
+        out.append(Assign(size, c.call("minimum", c.BinOp("-", n_outer, c.Name(first)), group)))
         ov, iv = self.fresh(o), self.fresh(i)
-        out.append(Assign(ov, f(first + " + {} % " + per_group + " % " + size, fused)))
-        out.append(Assign(iv, f("{} % " + per_group + " // " + size, fused), nest))
-        return Val(Name(ov), (), "int32"), Val(Name(iv), (), "int32")
+        note = Note(("swizzle(", fused, f", group={factor_value(rel.group, self.config)})"),
+                    lhs=(c.Name(ov), ", ", c.Name(iv)))
+        in_group = c.BinOp("%", fused, c.Name(per_group))
+        out.append(Assign(ov, c.BinOp("+", c.Name(first), c.BinOp("%", in_group, c.Name(size)))))
+        out.append(Assign(iv, c.BinOp("//", in_group, c.Name(size)), note))
+        return Val(c.Name(ov), (), "int32"), Val(c.Name(iv), (), "int32")
 
     def _attached(self, placed: Placed, level: int, which: str, out: list) -> None:
         """Emit what is placed at `placed`'s loop `level`: caches and producers first, consumers after."""
@@ -363,7 +392,8 @@ class KernelBuilder(ValueEmitter):
                                + (": its region, in memory" if other.name in self.p.plan.scratch else "")))
             self.emit_stage(other, out)
             if other.name in self.p.plan.scratch:  # its readers load it back, other threads' elements too
-                out.append(Barrier(f"barrier  # {other.name}'s region stored: the program's threads wait"))
+                out.append(Barrier(Note((f"  # {other.name}'s region stored: the program's threads wait",),
+                                        op="", lhs=("barrier",))))
                 self.materialized.add(other.name)
 
     def emit_cache(self, c: Stage, x: Stage, level: int, out: list) -> None:
@@ -447,25 +477,25 @@ class KernelBuilder(ValueEmitter):
         split = next(r for r in lay.stage.relations if isinstance(r, Split) and r.parent is a)
         dim = self.fresh(split.inner.name)
         self.dim_order.append(dim)
-        self.dim_extent[dim] = self.scalar(split.factor) if isinstance(split.factor, Knob) else str(tile[0])
-        value = Lit(f"tl.arange(0, {self.dim_extent[dim]})")
+        self.dim_extent[dim] = self.scalar(split.factor) if isinstance(split.factor, Knob) else c.Num(tile[0])
+        value = c.call("arange", 0, self.dim_extent[dim])
         name = self.fresh(f"offs_{a.name}")
         out.append(Assign(name, value))
         masked = self.p.masks[p.name][a]
         mask = None
         if masked:
             mask = self.fresh(f"mask_{a.name}")
-            out.append(Assign(mask, f("{} < " + paren(self.scalar(a.extent)), Name(name))))
-        return AxisVal(Name(name), (dim,), level, Name(mask) if mask else None, Lit("0"),
+            out.append(Assign(mask, c.BinOp("<", c.Name(name), self.scalar(a.extent))))
+        return AxisVal(c.Name(name), (dim,), level, c.Name(mask) if mask else None, c.Num(0),
                        self._canon(value, (dim,), a, masked, []))
 
-    def _canon(self, code: Ex, dims, axis: IterVar, masked: bool, guards) -> str:
+    def _canon(self, code: c.Ex, dims, axis: IterVar, masked: bool, guards) -> tuple:
         """What an axis's offsets and mask are, whatever their names (`AxisVal.canon`): two axes of one canon
-        (in two stages: a row of X read by a max, a sum and a division) read one tile of a tensor."""
-        text = " | ".join([code.text(), " x ".join(self.dim_extent[d] for d in dims),
-                           size_text(axis.extent) if masked else "unmasked"] + [g.code.text() for g in guards])
-        # a knob's constexpr name stands for its value: a tile of BLOCK = 64 is a tile of 64 (review F5)
-        return re.sub(r"\b[A-Za-z_]\w*\b", lambda m: str(self.config.get(m.group(0), m.group(0))), text)
+        (in two stages: a row of X read by a max, a sum and a division) read one tile of a tensor. A knob's
+        constexpr stands for its value: a tile of BLOCK = 64 is a tile of 64 (review F5)."""
+        values = {k: c.Num(v) for k, v in self.config.items()}
+        return (c.rename(code, values), tuple(c.rename(self.dim_extent[d], values) for d in dims),
+                size_text(axis.extent) if masked else "unmasked", tuple(c.rename(g.code, values) for g in guards))
 
     def emit_loops(self, placed, loop_vars, defs, define, n, out) -> None:
         x, lay = placed.stage, placed.layout
@@ -477,7 +507,7 @@ class KernelBuilder(ValueEmitter):
                 self.store_partial(x, acc, out, online)
                 return
             self.combine_partials(x, acc, out, online)  # the combine kernel: the parts' sums, in order
-            result = Val(Name(acc[0]), acc[1], acc[2])
+            result = Val(c.Name(acc[0]), acc[1], acc[2])
             if online:
                 result = self.online_finish(placed, online, result, out, looped=False, guarded=True)
             self.finish(x, result, out)
@@ -486,12 +516,12 @@ class KernelBuilder(ValueEmitter):
             acc = self.acc_init(x, out)
             online = self.online_init(placed, out, looped=n < len(lay.loops)) if placed.online else None
             self.emit_reduce_loops(placed, loop_vars, defs, define, n, out, acc, online)
-            result = Val(Name(acc[0]), acc[1], acc[2])
+            result = Val(c.Name(acc[0]), acc[1], acc[2])
             if n < len(lay.loops) and dtypes.is_float(acc[2]) and (acc[2] == x.tensor.dtype or online):
                 # Triton 3.6's TritonGPUOptimizeThreadLocality pass asserts (a compiler abort) when the
                 # result of a float reduction loop has several uses: read it through one add. Exact for
                 # a sum (its +0.0 start never turns into -0.0); a max/min of -0.0 returns +0.0.
-                result = Val(f("{} + 0.0", Name(acc[0])), acc[1], acc[2])
+                result = Val(c.BinOp("+", c.Name(acc[0]), c.Num(0.0)), acc[1], acc[2])
             if online:
                 result = self.online_finish(placed, online, result, out, looped=n < len(lay.loops))
             self.finish(x, result, out)
@@ -540,8 +570,8 @@ class KernelBuilder(ValueEmitter):
             name = self.fresh(f"acc_{t.name}")
             init = _IDENTITY[t.body.op]
             out.append(Comment(compute_text(t)))
-            out.append(AccInit(name, "[" + ", ".join(self.dim_extent[d] for d in dims) + "]", init, "float32",
-                               f"{name}[{', '.join(dims)}] = {init}  # float32 running {t.body.op} of {t.name}"))
+            out.append(AccInit(name, self.shape(dims), init, "float32",
+                               Note((init, f"  # float32 running {t.body.op} of {t.name}"), dims)))
             accs[t.name] = (name, dims, "float32")
         if looped and form.mask is not None and factor_value(x.online_skip, self.config) and self.split is None:
             saved, self.stmts = self.stmts, out  # the bounds go here, before the loop (fuzz seed 8201491)
@@ -564,59 +594,57 @@ class KernelBuilder(ValueEmitter):
                 or split.inner not in lay.tiles:
             return
         env = self.env[x.name]
-        bn = self.scalar(split.factor) if isinstance(split.factor, Knob) else str(split.factor)
+        bn = self.factor(split.factor)
 
-        def corner(a, high: bool) -> str | None:
+        def corner(a, high: bool) -> c.Ex | None:
             """The least (or greatest) value of axis a over the tile, or None if it is not a block."""
             if isinstance(a, SizeVar):
-                return paren(self.scalar(a))
+                return self.scalar(a)
             v = env.get(a)
             if v is None:
                 return None
             if not v.dims:
-                return paren(v.code.text())
+                return v.code
             if v.block is None or len(v.dims) != 1:
                 return None
-            start = paren(v.block.text())
-            return f"({start} + {self.dim_extent[v.dims[0]]} - 1)" if high else start
+            return c.BinOp("-", c.BinOp("+", v.block, self.dim_extent[v.dims[0]]), c.Num(1)) if high else v.block
 
-        def total(rest: dict, high: bool, sign: int, plus: str) -> str | None:
-            """sign * (the linear `rest`'s least (high=False) or greatest value over the tile), then `plus`."""
+        def total(rest: dict, high: bool, sign: int, plus: list) -> c.Ex | None:
+            """sign * (the linear `rest`'s least (high=False) or greatest value over the tile), then the terms
+            `plus` ((coefficient, expression) pairs), added left to right."""
             const = sign * rest.get(None, 0)
             terms = []
-            for k, c in rest.items():
+            for k, coef in rest.items():
                 if k is None:
                     continue
-                v = corner(k, high == (c > 0))
+                v = corner(k, high == (coef > 0))
                 if v is None:
                     return None
-                c *= sign
-                terms.append(("- " if c < 0 else "+ ") + (v if abs(c) == 1 else f"{abs(c)} * {v}"))
+                terms.append((coef * sign, v))
             if const:
-                terms.append(f"{'-' if const < 0 else '+'} {abs(const)}")
-            text = " ".join(terms + [plus]).removeprefix("+ ")
-            return f"-{text[2:]}" if text.startswith("- ") else text
+                terms.append((const, None))
+            return _linear(terms + plus)
 
         uppers, lowers, full_hi, full_lo, whole = [], [], [], [], True
         for q in ineqs:
             cj = q.get(j, 0)
             if cj not in (-1, 0, 1):
                 return
-            rest = {k: c for k, c in q.items() if k is not j}
+            rest = {k: v for k, v in q.items() if k is not j}
 
             if cj == 1:    # j <= -rest: tiles from the first, up to the last whose first (every) j is <= -rest
-                hi_t, full_t = total(rest, False, -1, f"+ {bn}"), total(rest, True, -1, "+ 1")
+                hi_t, full_t = total(rest, False, -1, [(1, bn)]), total(rest, True, -1, [(1, None)])
                 if hi_t is None or full_t is None:
                     return
-                uppers.append(f"tl.maximum({hi_t}, 0) // {bn}")
-                full_hi.append(f"tl.maximum({full_t}, 0) // {bn}")
+                uppers.append(c.BinOp("//", c.call("maximum", hi_t, 0), bn))
+                full_hi.append(c.BinOp("//", c.call("maximum", full_t, 0), bn))
             elif cj == -1:  # j >= rest
-                lo_t, full_t = total(rest, False, 1, "+ 0"), total(rest, True, 1, f"+ {bn} - 1")
+                lo_t, full_t = total(rest, False, 1, [(0, None)]), total(rest, True, 1, [(1, bn), (-1, None)])
                 if lo_t is None or full_t is None:
                     return
-                lowers.append(f"tl.maximum({lo_t}, 0) // {bn}")
-                full_lo.append(f"tl.maximum({full_t}, 0) // {bn}")
-            elif total(rest, False, 1, "") is None:
+                lowers.append(c.BinOp("//", c.call("maximum", lo_t, 0), bn))
+                full_lo.append(c.BinOp("//", c.call("maximum", full_t, 0), bn))
+            elif total(rest, False, 1, []) is None:
                 return
             else:
                 whole = False  # holds or not for the whole tile alike: no tile known unmasked
@@ -627,20 +655,20 @@ class KernelBuilder(ValueEmitter):
         def fold(op, items):
             out_ = items[0]
             for it in items[1:]:
-                out_ = f"tl.{op}({out_}, {it})"
+                out_ = c.call(op, out_, it)
             return out_
         name = lay.loops[loops[0]].name
         cond = repr(form.mask)
         out.append(Comment(f"{x.name}.{name}: only the tiles where {cond} holds somewhere; unmasked where it holds "
                            f"everywhere (the other tiles add nothing: exp(-inf) = 0)"))
-        lo = self.emit_stmt(f"{name}_lo", Lit(fold("maximum", lowers))).id if lowers else "0"
-        hi = self.emit_stmt(f"{name}_hi", Lit(fold("minimum", uppers + [n]))).id if uppers else n
+        lo = self.emit_stmt(f"{name}_lo", fold("maximum", lowers)) if lowers else c.Num(0)
+        hi = self.emit_stmt(f"{name}_hi", fold("minimum", uppers + [n])) if uppers else n
         pieces = []
         if whole:
-            f_lo = self.emit_stmt(f"{name}_full_lo", Lit(fold("minimum", [fold("maximum", full_lo + [lo]), hi])
-                                                     if full_lo else lo)).id
-            f_hi = self.emit_stmt(f"{name}_full_hi", Lit(fold("maximum", [fold("minimum", full_hi + [hi]), f_lo])
-                                                     if full_hi else hi)).id
+            f_lo = self.emit_stmt(f"{name}_full_lo", fold("minimum", [fold("maximum", full_lo + [lo]), hi])
+                                  if full_lo else lo)
+            f_hi = self.emit_stmt(f"{name}_full_hi", fold("maximum", [fold("minimum", full_hi + [hi]), f_lo])
+                                  if full_hi else hi)
             if full_lo:
                 pieces.append((lo, f_lo, set(), f"tiles where {cond} holds in part (masked)"))
             pieces.append((f_lo, f_hi, {cond}, f"tiles where {cond} holds everywhere (unmasked)"))
@@ -667,17 +695,16 @@ class KernelBuilder(ValueEmitter):
         self.fold = self.piece_fold  # the mask, in the target's axes, where it holds on the whole tile
         tile = self.tile_part(x, Reduce("max", form.members[m.name].body, red.axes, "float32"), m_dims, rdims,
                               "float32", name=m.name)
-        tile = self.emit_stmt(f"tile_{m.name}", tile) if not _is_name_ex(tile) else tile
-        new = self.emit_stmt(f"{m.name}_new", f("tl.maximum({}, {}, propagate_nan=tl.PropagateNan.ALL)",
-                                                Name(m_acc), tile),
-                             f"{m.name}_new[{', '.join(m_dims)}] = max({m_acc}, max over tile [{', '.join(rdims)}] "
-                             f"of {form.members[m.name].body!r})")
+        tile = self.emit_stmt(f"tile_{m.name}", tile) if not isinstance(tile, c.Name) else tile
+        new = self.emit_stmt(f"{m.name}_new", c.call("maximum", c.Name(m_acc), tile, nan=True),
+                             Note(("max(", c.Name(m_acc), f", max over tile [{', '.join(rdims)}] of "
+                                   f"{form.members[m.name].body!r})"), m_dims))
         safe, alpha = new, None  # one tile: a max of -inf makes the row NaN, as the naive compute does
         if looped:
             out.append(Comment("a max still -inf subtracts 0 instead: exp(-inf - -inf) would be NaN"))
-            safe = self.emit_stmt(f"{m.name}_safe", f('tl.where({} == float("-inf"), 0.0, {})', new, new))
-            alpha = Val(self.emit_stmt(f"alpha_{m.name}", f("tl.exp({} - {})", Name(m_acc), safe),
-                                       f"alpha_{m.name} = exp({m_acc} - {m.name}_new)"), m_dims, "float32")
+            safe = self.emit_stmt(f"{m.name}_safe", _where(c.BinOp("==", new, c.Num(float("-inf"))), c.Num(0.0), new))
+            alpha = Val(self.emit_stmt(f"alpha_{m.name}", c.call("exp", c.BinOp("-", c.Name(m_acc), safe)),
+                                       Note(("exp(", c.Name(m_acc), " - ", new, ")"))), m_dims, "float32")
         # the members read the max as its running value
         axes = form.members[m.name].axes
         self.scopes[-1][m.name] = (Val(safe, m_dims, "float32"), [env[axes[a]].code for a in m.axis],
@@ -686,7 +713,7 @@ class KernelBuilder(ValueEmitter):
             self.update(x, accs[t.name], out, Reduce("sum", form.members[t.name].body, red.axes, "float32"), alpha)
         body = form.members[x.name].body
         self.update(x, acc, out, Reduce("sum", body, red.axes, red.dtype), alpha)
-        out.append(Update(m_acc, new, f"{m_acc}[{', '.join(m_dims)}] = {new.id}"))
+        out.append(Update(m_acc, new, Note((new,), m_dims)))
         self.fold = set()
         self.stmts = saved
 
@@ -704,23 +731,23 @@ class KernelBuilder(ValueEmitter):
         if guarded:
             out.append(Comment("a row whose max is -inf: every term is exp(-inf - -inf), NaN as written"))
             saved, self.stmts = self.stmts, out
-            nan_where = Val(self.emit_stmt(f"{form.max.name}_none", f('{} == float("-inf")', Name(m_acc))),
+            nan_where = Val(self.emit_stmt(f"{form.max.name}_none", c.BinOp("==", c.Name(m_acc), c.Num(float("-inf")))),
                             m_dims, "bool")
             self.stmts = saved
         for st in placed.online:
             t = st.stage.tensor
             name, dims, dtype = accs[t.name]
-            value = f("{} + 0.0", Name(name)) if looped else Name(name)  # one use of a loop's result (above)
+            value = c.BinOp("+", c.Name(name), c.Num(0.0)) if looped else c.Name(name)  # one use of a loop's result
             if nan_where is not None and t is not form.max:
-                value = f('tl.where({}, float("nan"), {})', self.expand(nan_where, dims), value)
+                value = _where(self.expand(nan_where, dims), c.Num(float("nan")), value)
             out.append(Comment(f"{t.name} computed in {x.name}'s loop (online)"))
             self.finish(st.stage, Val(value, dims, dtype), out)
         if nan_where is not None:
-            result = Val(f('tl.where({}, float("nan"), {})', self.expand(nan_where, result.dims), result.code),
+            result = Val(_where(self.expand(nan_where, result.dims), c.Num(float("nan")), result.code),
                          result.dims, result.dtype)
         for t in form.members[x.name].divisors:
             val = self.in_scope(t.name)[0]
-            result = Val(f("{} / {}", Paren(result.code), self.expand(val, result.dims)), result.dims, result.dtype)
+            result = Val(c.BinOp("/", result.code, self.expand(val, result.dims)), result.dims, result.dtype)
         return result
 
     def _loop(self, placed, loop_vars, defs, define, n, out, inner, piece=None) -> None:
@@ -743,33 +770,24 @@ class KernelBuilder(ValueEmitter):
         a = lay.loops[n]
         st = lay.stage
         stages = st.pipelines.get(a)
-        stages_code = (self.scalar(stages) if isinstance(stages, Knob) else str(stages)) if stages is not None else None
+        stages = None if stages is None else self.factor(stages)  # (its parameter first: the signature's order)
         what = "reduction" if a.kind == "reduce" else "spatial"
-        role = f"{x.name}.{a.name}: serial {what} loop"
-        if lay.kind[a] == "unroll":
-            ext = a.extent
-            role = f"{x.name}.{a.name}: unrolled {what} loop"
-            code = self.scalar(ext)
-        else:
-            code = self.scalar(a.extent)
-        start = start_text = None
-        text = self.text(a.extent)
+        role = f"{x.name}.{a.name}: {'unrolled' if lay.kind[a] == 'unroll' else 'serial'} {what} loop"
+        extent, start = self.scalar(a.extent), None
         if self.part is not None and x is self.root and a is self.split.axis:  # this program's chunk
             chunk = self.fresh(f"chunk_{a.name}")
-            out.append(Assign(chunk, Lit(f"tl.cdiv({code}, {self._parts()})"),
-                              f"{chunk} = cdiv({text}, {self.split.parts_text})  # iterations per part"))
-            start, start_text = f"{self.part} * {chunk}", f"{self.part} * {chunk}"
-            code = f"tl.minimum({start} + {chunk}, {code})"
-            text = f"min({start} + {chunk}, {text})"
+            whole = extent
+            value = c.call("cdiv", whole, self._parts())
+            out.append(Assign(chunk, value, Note((value, "  # iterations per part"))))
+            start = c.BinOp("*", c.Name(self.part), c.Name(chunk))
+            extent = c.call("minimum", c.BinOp("+", start, c.Name(chunk)), whole)
             role = f"{x.name}.{a.name}: serial reduction loop, one chunk per part (split_k)"
         if piece is not None:
-            start, code, what = piece
-            start = None if start == "0" else start
-            start_text, text = start, code
+            start, extent, what = piece
+            start = None if start == c.Num(0) else start
             role = f"{x.name}.{a.name}: serial reduction loop, {what}"
-        loop = For(loop_vars[a], code, text, lay.kind[a], stages_code, role, key=f"{x.name}.{a.name}",
-                   start=start, start_text=start_text)
-        loop.stages_text = str(factor_value(stages, self.config)) if stages is not None else None
+        loop = For(loop_vars[a], extent, lay.kind[a], stages, role,
+                   key=f"{x.name}.{a.name}", start=start)
         out.append(loop)
         return loop
 
@@ -785,10 +803,9 @@ class KernelBuilder(ValueEmitter):
         name = self.fresh(f"acc_{x.name}")
         is_f = dtypes.is_float(red.dtype)
         init = (_IDENTITY if is_f else _IDENTITY_INT)[red.op]
-        shape = "[" + ", ".join(self.dim_extent[d] for d in dims) + "]"
         out.append(Comment(compute_text(x.tensor)))
-        out.append(AccInit(name, shape, init, red.dtype,
-                           f"{name}[{', '.join(dims)}] = {init}  # {red.dtype} accumulator of {x.name}"))
+        out.append(AccInit(name, self.shape(dims), init, red.dtype,
+                           Note((init, f"  # {red.dtype} accumulator of {x.name}"), dims)))
         return name, dims, red.dtype
 
     def update(self, x: Stage, acc, out: list, red: Reduce | None = None, rescale: Val | None = None) -> None:
@@ -801,21 +818,19 @@ class KernelBuilder(ValueEmitter):
         rdims = self._order({d for a in red.axes for d in env[a].dims})
         saved, self.stmts = self.stmts, out
         if rescale is not None:
-            out.append(Update(name, f("{} * {}", Name(name), self.expand(rescale, sdims)),
-                              f"{name}[{', '.join(sdims)}] *= {rescale.code.text()}  # the running max grew"))
+            out.append(Update(name, c.BinOp("*", c.Name(name), self.expand(rescale, sdims)),
+                              Note((rescale.code, "  # the running max grew"), sdims, "*=")))
         dot = self.try_dot(x, red, sdims, rdims, name, out)
         if not dot:
             body = self.tile_part(x, red, sdims, rdims, acc_dtype)
-            nan = red.op != "sum" and dtypes.is_float(acc_dtype)
-            prop = ", propagate_nan=tl.PropagateNan.ALL" if nan else ""
-            # the accumulator is an operand (a Name), not template text: sub-tiles rename it per piece
-            combine = {"sum": "{} + {}", "max": "tl.maximum({}, {}" + prop + ")",
-                       "min": "tl.minimum({}, {}" + prop + ")"}[red.op]
-            part = Val(body, sdims, acc_dtype)
-            out.append(Update(name, f(combine, Name(name), Paren(self.expand(part, sdims, full=True))),
-                              f"{name}[{', '.join(sdims)}] " + (f"+= {red.body!r}" if red.op == "sum" else
-                                                                 f"= {red.op}({name}, {red.body!r})")
-                              + f"  over tile [{', '.join(rdims)}]"))
+            kw = {"nan": True} if red.op != "sum" and dtypes.is_float(acc_dtype) else {}
+            part = self.expand(Val(body, sdims, acc_dtype), sdims, full=True)
+            value = c.BinOp("+", c.Name(name), part) if red.op == "sum" else \
+                c.call(f"{red.op}imum", c.Name(name), part, **kw)
+            over = f"  over tile [{', '.join(rdims)}]"
+            note = Note((f"{red.body!r}{over}",), sdims, "+=") if red.op == "sum" else \
+                Note((f"{red.op}(", c.Name(name), f", {red.body!r}){over}"), sdims)
+            out.append(Update(name, value, note))
         self.stmts = saved
 
     def tile_part(self, x: Stage, red: Reduce, sdims, rdims, acc_dtype: str, name: str | None = None):
@@ -826,7 +841,7 @@ class KernelBuilder(ValueEmitter):
         loads: dict = {}
         v = self.emit(red.body, x, loads)
         if v.dtype != acc_dtype:  # tl.sum of bools is uint32 on the GPU: sum in the accumulator type
-            v = Val(f("tl.cast({}, " + dtypes.triton_name(acc_dtype) + ")", v.code), v.dims, acc_dtype)
+            v = Val(c.Cast(v.code, acc_dtype), v.dims, acc_dtype)
         full = self._order(set(sdims) | set(rdims))
         self._check_tile_numel(x, full)
         body = self.expand(v, full, full=True)
@@ -835,28 +850,27 @@ class KernelBuilder(ValueEmitter):
                 and _is_product(red.body)):
             # Triton rewrites sum(x[:, :, None] * y[None, :, :], axis=1) into a TF32 tl.dot, which
             # is wrong for a k tile narrower than its instruction (fuzz seed 900441): not a bare product
-            self.stmts.append(Comment("+ 0.0: a bare broadcast product summed is made a TF32 tl.dot by Triton"))
-            body = f("({} + 0.0)", body)
+            self.stmts.append(Why("tf32_sum"))
+            body = c.BinOp("+", body, c.Num(0.0))
         if masks:
-            m = self.combine(" & ".join(["{}"] * len(masks)), masks, "bool")
+            m = self.combine(c.all_of, masks, "bool")
             ident = (_IDENTITY if dtypes.is_float(acc_dtype) else _IDENTITY_INT)[red.op]
-            body = f("tl.where({}, {}, " + ident + ")", self.expand(m, full), body)
+            body = _where(self.expand(m, full), body, ident)
         nan = red.op != "sum" and dtypes.is_float(acc_dtype)
         for d in sorted(rdims, key=full.index, reverse=True):
-            if nan:  # tl.max/tl.min skip NaN; torch's amax/amin return it: a reduction whose combine keeps it
-                body = f(f"tl.reduce({{}}, {full.index(d)}, {NAN_COMBINE[red.op]})", body)
+            if nan:  # the plain max/min skip NaN; torch's amax/amin return it: a reduction whose combine keeps it
+                body = c.call("reduce", body, axis=full.index(d), op=red.op)
             else:
-                body = f(f"tl.{red.op}({{}}, axis={full.index(d)})", body)
+                body = c.call(red.op, body, axis=full.index(d))
         if nan:
-            self.stmts.append(Comment(f"tl.{red.op} skips NaN, torch's a{red.op} returns it: "
-                                      f"{NAN_COMBINE[red.op]} keeps it"))
+            self.stmts.append(Why("nan_reduce", red.op))
             body = self.emit_stmt(f"tile_{name or x.name}", body)
-        if acc_dtype not in ("float32", "int32"):  # Python numbers in tl.where widen to float32 / int32
-            body = f("{}.to(" + dtypes.triton_name(acc_dtype) + ")", Paren(body))
+        if acc_dtype not in ("float32", "int32"):  # Python numbers in where() widen to float32 / int32
+            body = c.To(body, acc_dtype)
         return body
 
     def try_dot(self, x, red, sdims, rdims, acc, out) -> bool:
-        """Lower sum(a * b) over one reduce tile dim to tl.dot when a covers (m, k) and b (k, n)."""
+        """Lower sum(a * b) over one reduce tile dim to a `Dot` when a covers (m, k) and b (k, n)."""
         if red.op != "sum" or red.dtype != "float32" or len(sdims) != 2 or len(rdims) != 1:
             return False
         body = red.body
@@ -873,8 +887,7 @@ class KernelBuilder(ValueEmitter):
             lhs, rhs = body.b, body.a
         else:
             return False
-        if any(int(self.dim_extent[d]) < 16 if self.dim_extent[d].isdigit()
-               else self.config[self.dim_extent[d]] < 16 for d in (m, n, k)):
+        if any(self.extent_value(d) < 16 for d in (m, n, k)):
             return False
         loads: dict = {}
         env = self.env[x.name]
@@ -889,32 +902,32 @@ class KernelBuilder(ValueEmitter):
             elif isinstance(inner, Cast) and dtypes.is_float(inner.dtype) and dtypes.compute_dtype(inner.dtype) != inner.dtype:
                 # a value rounded to bfloat16 (attention's P) goes to tl.dot as that type, not widened back
                 a = self.emit(inner.a, x, loads)
-                v = Val(f("{}.to(" + dtypes.triton_name(inner.dtype) + ")", castable(a, inner.dtype)), a.dims, inner.dtype)
+                v = Val(c.To(castable(a, inner.dtype), inner.dtype), a.dims, inner.dtype)
             else:
                 v = self.emit(e, x, loads)
-            padded = isinstance(v.code, Name) and {m.code for m in kmasks} <= self.zero_outside.get(v.code.id, set())
+            padded = isinstance(v.code, c.Name) and {m.code for m in kmasks} <= self.zero_outside.get(v.code.id, set())
             v = Val(self.expand(v, order), order, v.dtype)
             if kmasks and not padded:
                 # past the end of k, tl.dot multiplies the other operand's 0 by this one: a value computed in
                 # the kernel (log(0) = -inf there, say) would make 0 * inf = NaN of every sum (seed 197481165)
-                self.stmts.append(Comment("zero past the end of the reduction: tl.dot sums every lane of the tile"))
+                self.stmts.append(Why("dot_zero"))
                 name = self.emit_stmt("operand", v.code)
-                m = self.combine(" & ".join(["{}"] * len(kmasks)), kmasks, "bool", order=order)
-                v = Val(f("tl.where({}, {}, tl.zeros_like({}))", m.code, name, name), order, v.dtype)
+                m = self.combine(c.all_of, kmasks, "bool", order=order)
+                v = Val(_where(m.code, name, c.call("zeros_like", name)), order, v.dtype)
             return v
 
         a, b = operand(lhs, (m, k)), operand(rhs, (k, n))
         # bf16/fp16/fp8 pairs go to tl.dot as they are; anything else (or bf16 in the interpreter) is
         # widened to float32 with input_precision="ieee", decided when the kernel is rendered (nest.Dot)
         out.append(Dot(acc, a.code, a.dtype, b.code, b.dtype,
-                       f"{acc}[{m}, {n}] += {red.body!r}  over tile [{k}]  (tl.dot)"))
+                       Note((f"{red.body!r}  over tile [{k}]",), (m, n), "+=")))
         return True
 
-    def _parts(self) -> str:
-        """split_k's number of parts, as Triton text (an int, or a knob's constexpr parameter)."""
+    def _parts(self) -> c.Ex:
+        """split_k's number of parts (an int, or a knob's constexpr parameter)."""
         return self.scalar(self.split.parts_expr)
 
-    def _tile_in(self, x: Stage, t, lead: Ex | None = None) -> tuple[Val, Ex | None]:
+    def _tile_in(self, x: Stage, t, lead: c.Ex | None = None) -> tuple[Val, c.Ex | None]:
         """(address, mask) of stage x's tile in tensor `t` (x's own tensor, or split_k's workspace, whose
         first index `lead` is the part), masked where x's axes may overrun."""
         env = self.env[x.name]
@@ -922,7 +935,7 @@ class KernelBuilder(ValueEmitter):
               [Val(env[a].code, env[a].dims, "int32") for a in x.tensor.axis]
         addr = self.address(self.tensor_param(t), t, idx)
         masks = [Val(env[a].mask, env[a].dims, "bool") for a in x.tensor.axis if env[a].mask]
-        mask = self.combine(" & ".join(["{}"] * len(masks)), masks, "bool", order=addr.dims).code if masks else None
+        mask = self.combine(c.all_of, masks, "bool", order=addr.dims).code if masks else None
         return addr, mask
 
     def store_partial(self, x: Stage, acc, out: list, online=None) -> None:
@@ -933,13 +946,15 @@ class KernelBuilder(ValueEmitter):
         ws = self.split.workspace
         atomic = not self.split.deterministic
         for st, w, (n, d, t) in [(x, ws, acc)] + [(self.placed[s].stage, sws, online[s]) for s, sws in self.split.stats]:
-            addr, mask = self._tile_in(st, w, None if atomic else Name(self.part))
+            addr, mask = self._tile_in(st, w, None if atomic else c.Name(self.part))
             if w.name not in self.stores:
                 self.stores.append(w.name)
             axes = ", ".join(a.name for a in st.tensor.axis)
-            out.append(Store(addr.code, self.expand(Val(Name(n), d, t), addr.dims, full=True), mask,
-                             f"{w.name}[{'' if atomic else 'part, '}{axes}] {'+=' if atomic else '='} {n}  # "
-                             f"{'atomic add' if atomic else 'store'}, {t}", atomic=atomic))
+            lhs = (f"{w.name}[{axes}]",) if atomic else (f"{w.name}[", c.Name(self.part), f", {axes}]")
+            note = Note((c.Name(n), f"  # {'atomic add' if atomic else 'store'}, {t}"), op="+=" if atomic else "=",
+                        lhs=lhs)
+            out.append(Store(addr.code, self.expand(Val(c.Name(n), d, t), addr.dims, full=True), mask, note,
+                             atomic=atomic))
 
     def combine_partials(self, x: Stage, acc, out: list, online=None) -> None:
         """split_k's combine kernel: the parts' sums of the tile added in order, part 0 first (or the one
@@ -956,17 +971,17 @@ class KernelBuilder(ValueEmitter):
         part = None
         if self.split.deterministic:  # a loop over the parts, part 0 first
             part = self.fresh("part")
-            loop = For(part, self._parts(), self.split.parts_text, "serial", None,
-                       f"{x.name}: the split_k parts' sums, added in order")
+            loop = For(part, self._parts(), "serial", None, f"{x.name}: the split_k parts' sums, added in order")
             out.append(loop)
             out = loop.body
         saved, self.stmts = self.stmts, out  # what the addresses need goes where the load is
-        addr, mask = self._tile_in(x, ws, LoopIndex(part) if part else None)
+        addr, mask = self._tile_in(x, ws, c.LoopIndex(part) if part else None)
         part_tile = self.fresh(f"{ws.name.lower()}_tile")
-        out.append(LoadTile(part_tile, addr.code, mask, f"{part_tile} = {ws.name}[{part + ', ' if part else ''}...]"))
-        tile = self.expand(Val(Name(part_tile), addr.dims, dtype), dims, full=True)  # in the accumulator's order
-        out.append(Update(name, f("{} + {}", Name(name), tile),
-                          f"{name}[{', '.join(dims)}] += {part_tile}" if part else f"{name} += {part_tile}"))
+        where = (f"{ws.name}[", c.LoopIndex(part), ", ...]") if part else (f"{ws.name}[...]",)
+        out.append(LoadTile(part_tile, addr.code, mask, Note(where), dtype=ws.dtype))
+        tile = self.expand(Val(c.Name(part_tile), addr.dims, dtype), dims, full=True)  # in the accumulator's order
+        out.append(Update(name, c.BinOp("+", c.Name(name), tile),
+                          Note((c.Name(part_tile),), dims if part else None, "+=")))
         self.stmts = saved
 
     def _merge_online_parts(self, x: Stage, acc, accs: dict, out: list) -> None:
@@ -974,35 +989,37 @@ class KernelBuilder(ValueEmitter):
         the target's sum r_p: m = max(m, m_p); every sum s = s * exp(m_old - m) + s_p * exp(m_p - m)."""
         form = self.p.plan.online[x.name]
         part = self.fresh("part")
-        loop = For(part, self._parts(), self.split.parts_text, "serial", None,
+        loop = For(part, self._parts(), "serial", None,
                    f"{x.name}: the split_k parts' states merged in order (online: rescaled to the running max)")
         out.append(loop)
         body = loop.body
         saved, self.stmts = self.stmts, body
-        tiles = {}
+        tiles, workspace = {}, {}
         for st, w, (_, _, t) in [(x, self.split.workspace, acc)] + \
                 [(self.placed[s].stage, sws, accs[s]) for s, sws in self.split.stats]:
             if w.name not in self.loads:
                 self.loads.append(w.name)
-            addr, mask = self._tile_in(st, w, LoopIndex(part))
+            addr, mask = self._tile_in(st, w, c.LoopIndex(part))
             tile = self.fresh(f"{w.name.lower()}_tile")
-            body.append(LoadTile(tile, addr.code, mask, f"{tile} = {w.name}[{part}, ...]"))
-            tiles[st.name] = Val(Name(tile), addr.dims, t)
+            body.append(LoadTile(tile, addr.code, mask, Note((f"{w.name}[", c.LoopIndex(part), ", ...]")), dtype=w.dtype))
+            tiles[st.name] = Val(c.Name(tile), addr.dims, t)
+            workspace[st.name] = w.name
         m = form.max.name
         m_acc, m_dims, _ = accs[m]
         mp = Val(self.expand(tiles[m], m_dims), m_dims, "float32")
-        new = self.emit_stmt(f"{m}_new", f("tl.maximum({}, {}, propagate_nan=tl.PropagateNan.ALL)", Name(m_acc), mp.code),
-                             f"{m}_new = max({m_acc}, {m}_part[{part}])")
+        new = self.emit_stmt(f"{m}_new", c.call("maximum", c.Name(m_acc), mp.code, nan=True),
+                             Note(("max(", c.Name(m_acc), f", {workspace[m]}[", c.LoopIndex(part), "])")))
         body.append(Comment("a max still -inf subtracts 0 instead: exp(-inf - -inf) would be NaN"))
-        safe = self.emit_stmt(f"{m}_safe", f('tl.where({} == float("-inf"), 0.0, {})', new, new))
-        old_scale = Val(self.emit_stmt(f"alpha_{m}", f("tl.exp({} - {})", Name(m_acc), safe)), m_dims, "float32")
-        part_scale = Val(self.emit_stmt(f"beta_{m}", f("tl.exp({} - {})", mp.code, safe)), m_dims, "float32")
+        safe = self.emit_stmt(f"{m}_safe", _where(c.BinOp("==", new, c.Num(float("-inf"))), c.Num(0.0), new))
+        old_scale = Val(self.emit_stmt(f"alpha_{m}", c.call("exp", c.BinOp("-", c.Name(m_acc), safe))), m_dims, "float32")
+        part_scale = Val(self.emit_stmt(f"beta_{m}", c.call("exp", c.BinOp("-", mp.code, safe))), m_dims, "float32")
         for name, (n, d, t) in [(s, accs[s]) for s in (t.name for t in form.sums)] + [(x.name, acc)]:
             tile = Val(self.expand(tiles[name], d), d, t)
-            body.append(Update(n, f("{} * {} + {} * {}", Name(n), self.expand(old_scale, d), tile.code,
-                                    self.expand(part_scale, d)),
-                               f"{n}[{', '.join(d)}] = {n} * alpha_{m} + {name}_part[{part}] * beta_{m}"))
-        body.append(Update(m_acc, new, f"{m_acc} = {new.id}"))
+            body.append(Update(n, c.BinOp("+", c.BinOp("*", c.Name(n), self.expand(old_scale, d)),
+                                          c.BinOp("*", tile.code, self.expand(part_scale, d))),
+                               Note((c.Name(n), " * ", old_scale.code, f" + {workspace[name]}[", c.LoopIndex(part),
+                                     "] * ", part_scale.code), d)))
+        body.append(Update(m_acc, new, Note((new,))))
         self.stmts = saved
 
     def compute(self, x: Stage, out: list) -> None:
@@ -1017,11 +1034,10 @@ class KernelBuilder(ValueEmitter):
         """Round the stage's value to its dtype, store it if memory needs it, keep it for fusion."""
         t = x.tensor
         self._check_tile_numel(x, v.dims)
-        tn = dtypes.triton_name(t.dtype)
         name = self.fresh(f"{t.name}_val")
-        code = v.code if v.dtype == t.dtype else f("{}.to(" + tn + ")", castable(v, t.dtype))
-        out.append(Assign(name, code, None if x.tensor.is_reduction else f"{name} = {t.body!r}"))
-        val = Val(Name(name), v.dims, t.dtype)
+        code = v.code if v.dtype == t.dtype else c.To(castable(v, t.dtype), t.dtype)
+        out.append(Assign(name, code, None if x.tensor.is_reduction else Note((repr(t.body),))))
+        val = Val(c.Name(name), v.dims, t.dtype)
         env = self.env[x.name]
         if t.name in self.p.stored:
             if t.name not in self.stores:
@@ -1030,9 +1046,9 @@ class KernelBuilder(ValueEmitter):
             self._check_tile_numel(x, addr.dims)  # the value is broadcast to the stored tile
             axes = ", ".join(a.name for a in t.axis)
             desc, starts = self.descriptor(t, t.axis, x, addr) if self._tma_store(t) else (None, ())
-            out.append(Store(addr.code, self.expand(val, addr.dims, full=True), mask,
-                             f"{t.name}[{axes}] = {name}  # store, {t.dtype}" + ("  (tensor descriptor)" if desc else ""),
-                             desc=desc, starts=starts))
+            note = Note((val.code, f"  # store, {t.dtype}" + ("  (tensor descriptor)" if desc else "")),
+                        lhs=(f"{t.name}[{axes}]",))
+            out.append(Store(addr.code, self.expand(val, addr.dims, full=True), mask, note, desc=desc, starts=starts))
         self.scopes[-1][t.name] = (val, [env[a].code for a in t.axis], [(env[a].canon, env[a].dims) for a in t.axis])
 
     def _tma_store(self, t) -> bool:
@@ -1044,15 +1060,15 @@ class KernelBuilder(ValueEmitter):
         """Persistent: the statements after the grid axis's program id run in a loop over the tiles that
         program takes (pid, pid + NUM_PROGS, ...); the launch runs min(#SMs, tiles) programs."""
         var, stmts, n = self.persistent
-        axis, flatten_value = lay.persistent
+        axis, _ = lay.persistent
         st = lay.stage
         flatten = st.persistent_axes[axis]  # an int or a knob (a constexpr parameter)
-        flat = self.scalar(flatten) if isinstance(flatten, Knob) else str(bool(flatten))
+        flat = self.scalar(flatten) if isinstance(flatten, Knob) else c.Num(bool(flatten))
         step = self._param("NUM_PROGS", "programs")
         tile = self.fresh("tile")
-        loop = For(tile, self.scalar(axis.extent), self.text(axis.extent), "persistent", None,
+        loop = For(tile, self.scalar(axis.extent), "persistent", None,
                    f"{st.name}.{axis.name}: persistent tile loop, {step} programs (min(#SMs, tiles))",
-                   step=step, flatten=flat, flatten_text=str(bool(flatten_value)))
+                   step=c.Name(step), flatten=flat)
         loop.body = [TileId(var, tile)] + stmts[n + 1:]
         stmts[n:] = [loop]
 
@@ -1098,4 +1114,4 @@ class KernelBuilder(ValueEmitter):
             name=name, root=self.root.name, stages=self.stages, params=params,
             grid=grid, grid_text=[self.text(g) for g in grid], body=body, header=header, num_warps=warps,
             outputs=self.stores, inputs=self.loads, persistent=self.persistent is not None,
-            fp_fusion=any(n in self.p.plan.online for n in self.stages))
+            fp_fusion=any(n in self.p.plan.online for n in self.stages), config=dict(self.config))

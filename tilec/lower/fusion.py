@@ -19,34 +19,18 @@ It is legal because the schedule refused (`IllegalScheduleError`) two stages of 
 other: their iterations are independent, so interleaving them computes the same values. Everything
 else that could change a value is refused here with a `LoweringError`: loops that differ (extent,
 kind, pipelining), loops that are not siblings, a statement between them that U's loop reads but that
-needs G's loop, a name that the renaming cannot reach (written inside an operator's text).
+needs G's loop, U's loop reading what G's loop computes.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-import re
 
 from tilec.errors import LoweringError
-from tilec.lower.code import CUDA, Form
-from tilec.lower.nest import Assign, Comment, For, KernelIR, Load, statement
-from tilec.lower.subtiles import defined, substitute
-
-INTERPRETER = Form("interpreter")
-
-
-def _text(node) -> str:
-    """Everything a statement (or a loop, with its body) reads and writes, as Triton text."""
-    if isinstance(node, For):
-        return " ".join([node.var, node.start or "", node.extent, node.step or "", node.flatten or "", node.stages or ""]
-                        + [_text(n) for n in node.body])
-    # both forms: a statement may have a line in one only (a tanh's TanhExp is the interpreter's alone)
-    return " ".join(statement(node, form) or "" for form in (CUDA, INTERPRETER))
-
-
-def _reads(text: str, names) -> set[str]:
-    return {n for n in names if re.search(rf"(?<![\w.]){re.escape(n)}(?!\w)", text)}
+from tilec.lower.nest import Assign, Comment, For, KernelIR, Load, defined, names_read_stmt, rename_stmt
+from tilec.lower.nest_printer import show
+from tilec.lower.triton_printer import render
 
 
 def _written(body) -> set[str]:
@@ -74,7 +58,7 @@ def _find(body: list, key: str):
 
 def _same(node) -> object:
     """A statement without what names or describes it: two equal ones compute the same value."""
-    return dataclasses.replace(node, name="", nest=None)
+    return dataclasses.replace(node, name="", note=None)
 
 
 def fuse(kernel: KernelIR, first: str, second: str, what: str) -> KernelIR:
@@ -97,12 +81,13 @@ def fuse(kernel: KernelIR, first: str, second: str, what: str) -> KernelIR:
     target, own = body[i], body[j]
     head = lambda x: (x.start, x.extent, x.kind, x.stages)  # noqa: E731
     if head(target) != head(own):
-        written = (f" (as written: {target.extent} and {own.extent}; split both by the same knob)"
-                   if target.extent != own.extent and target.extent_text == own.extent_text else "")
-        raise fail(f"the loops differ: {first} runs [0, {target.extent_text}) {target.kind}"
-                   f"{', stages=' + str(target.stages_text) if target.stages else ''}, {second} runs "
-                   f"[0, {own.extent_text}) {own.kind}{', stages=' + str(own.stages_text) if own.stages else ''}"
-                   f"{written}; give both the same split factor and pipelining")
+        values = kernel.config
+        extents = [show(x.extent, values) for x in (target, own)]
+        stages = [f", stages={show(x.stages, values)}" if x.stages is not None else "" for x in (target, own)]
+        written = (f" (as written: {render(target.extent)} and {render(own.extent)}; split both by the same knob)"
+                   if target.extent != own.extent and extents[0] == extents[1] else "")
+        raise fail(f"the loops differ: {first} runs [0, {extents[0]}) {target.kind}{stages[0]}, {second} runs "
+                   f"[0, {extents[1]}) {own.kind}{stages[1]}{written}; give both the same split factor and pipelining")
     if target.kind != "serial":
         raise fail(f"{first} is a {target.kind} loop; only serial loops are fused")
     lo, hi = min(i, j), max(i, j)
@@ -111,16 +96,16 @@ def fuse(kernel: KernelIR, first: str, second: str, what: str) -> KernelIR:
     needs = _written([one]) | {one.var}
     before, after = [], []
     for node in body[lo + 1:hi]:
-        if _reads(_text(node), needs):
+        if names_read_stmt(node) & needs:
             after.append(node)
             needs |= _written([node])
         else:
             before.append(node)
-    late = _reads(_text(two), needs)
+    late = names_read_stmt(two) & needs
     if late:
         raise fail(f"{two.key}'s loop reads {', '.join(sorted(late))}, which is computed by or after {one.key}'s "
                    f"loop; the stages are not independent there")
-    early = _reads(_text(one), _written(before))
+    early = names_read_stmt(one) & _written(before)
     if early:  # pragma: no cover - names are unique in a kernel; a guard, never a mixed-up kernel
         raise fail(f"{one.key}'s loop reads {', '.join(sorted(early))} (an internal error; please report it)")
 
@@ -130,11 +115,7 @@ def fuse(kernel: KernelIR, first: str, second: str, what: str) -> KernelIR:
     comments = {n for n in one.body if isinstance(n, Comment)}
     merged = list(one.body)
     for node in two.body:
-        new = _rename(node, ren)
-        left = _reads(_text(new), ren)
-        if left:  # a name written inside an operator's text, which the renaming cannot see
-            raise fail(f"a statement of {two.key}'s loop still reads {', '.join(sorted(left))} after the renaming "
-                       f"({_text(new)!r}; an internal error; please report it)")
+        new = rename_stmt(node, ren)
         if isinstance(new, (Assign, Load)) and _same(new) in seen:
             ren[new.name] = seen[_same(new)]
             if isinstance(new, Load) and merged and isinstance(merged[-1], Comment) and merged[-1] not in comments:
@@ -149,8 +130,3 @@ def fuse(kernel: KernelIR, first: str, second: str, what: str) -> KernelIR:
     body[lo:hi + 1] = before + [fused] + after
     return kernel
 
-
-def _rename(node, ren: dict):
-    if isinstance(node, For):
-        return dataclasses.replace(node, var=ren.get(node.var, node.var), body=[_rename(n, ren) for n in node.body])
-    return substitute(node, ren)

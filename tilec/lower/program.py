@@ -15,8 +15,9 @@ from tilec.ir.knob import Knob, factor_value, resolve_config
 from tilec.ir.tensor import Tensor
 from tilec.lower import fusion, subtiles
 from tilec.lower.builder import KernelBuilder
-from tilec.lower.code import Form
-from tilec.lower.nest import KernelIR, helpers, render_nest, render_triton, uses_libdevice
+from tilec.lower.nest import KernelIR
+from tilec.lower.nest_printer import render_nest
+from tilec.lower.triton_printer import Form, module, uses_libdevice
 from tilec.plan.analysis import Analysis
 from tilec.plan.check import check_schedule
 from tilec.schedule.schedule import Schedule
@@ -200,11 +201,7 @@ class Program:
     def source(self) -> str:
         """All kernels of the program as one Triton module, in this program's form."""
         if self._source is None:
-            head = ["import triton", "import triton.language as tl"]
-            if self.uses_libdevice:
-                head.append("from triton.language.extra import libdevice")
-            kernels = [render_triton(k, self.form) for k in self.kernels]
-            self._source = "\n".join(head) + "\n\n\n" + "\n\n".join(helpers(kernels) + kernels)
+            self._source = module(self.kernels, self.form)
         return self._source
 
     def __repr__(self) -> str:

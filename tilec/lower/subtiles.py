@@ -2,7 +2,7 @@
 powers of two) is lowered as power-of-two pieces, e.g. a 192-wide tile as 128 + 64.
 
 The kernel is built once per piece (`KernelBuilder(..., piece=(axis, start, length))`: the tile's
-`tl.arange` covers that piece only), and the builds are merged statement by statement (`merge`). The
+`arange` covers that piece only), and the builds are merged statement by statement (`merge`). The
 builds have the same loops and statements in the same order; where a statement is the same in every
 build (the A tile of a GEMM, the offsets along other axes, the loops), the kernel has it once; where
 it differs (the W tile, the accumulator, the dot, the epilogue and the store of each piece), it has
@@ -10,31 +10,16 @@ one copy per piece, each piece's names renamed (`acc_C`, `acc_C_1`). This is how
 tile shapes reach Triton: one A load feeds two dots.
 
 A value that combines the pieces (a reduction over the sub-tiled axis in the same kernel) cannot be
-split this way; `merge` refuses it, and any statement that still names another piece's value, with a
-`LoweringError`, never a kernel that mixes pieces.
+split this way; `merge` refuses it with a `LoweringError`, never a kernel that mixes pieces. A piece's
+names are renamed in its statements' expression nodes (`nest.rename_stmt`), wherever they are read.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
 
 from tilec.errors import LoweringError
-from tilec.lower.code import Ex, Fmod, Fmt, LoopIndex, Name, Paren, Tanh, Tensor0d
-from tilec.lower.nest import (
-    AccInit,
-    Assign,
-    Comment,
-    Dot,
-    For,
-    KernelIR,
-    Load,
-    ProgramId,
-    TanhExp,
-    TileId,
-    Update,
-    statement,
-)
+from tilec.lower.nest import Dot, For, KernelIR, Update, defined, rename_stmt
 
 
 def pieces(extent: int) -> list[tuple[int, int]]:
@@ -48,60 +33,14 @@ def pieces(extent: int) -> list[tuple[int, int]]:
     return out
 
 
-# -- names a statement defines and reads ------------------------------------------------------
-
-def defined(node) -> str | None:
-    """The name a statement writes (None: it writes none)."""
-    if isinstance(node, (ProgramId, TileId, Assign, Load, AccInit, TanhExp)):
-        return node.name
-    if isinstance(node, (Update, Dot)):
-        return node.acc
-    return None
-
-
 def _retarget(node, name: str):
     field = "acc" if isinstance(node, (Update, Dot)) else "name"
     return dataclasses.replace(node, **{field: name})
 
 
-def _sub_ex(e, ren: dict):
-    if e is None or not ren:
-        return e
-    if isinstance(e, Name):
-        return Name(ren.get(e.id, e.id))
-    if isinstance(e, Fmt):
-        return Fmt(e.template, tuple(_sub_ex(a, ren) for a in e.args))
-    if isinstance(e, Paren):
-        return Paren(_sub_ex(e.x, ren))
-    if isinstance(e, Tensor0d):
-        return Tensor0d(_sub_ex(e.x, ren), e.dtype)
-    if isinstance(e, Tanh):
-        return Tanh(_sub_ex(e.x, ren), ren.get(e.e, e.e))
-    if isinstance(e, Fmod):
-        return Fmod(_sub_ex(e.a, ren), _sub_ex(e.b, ren))
-    if isinstance(e, LoopIndex):
-        return LoopIndex(ren.get(e.var, e.var))
-    return e  # Lit: text, which no renaming reaches (statement text is checked for old names instead)
-
-
-def substitute(node, ren: dict):
-    """`node` with the names in `ren` replaced: what it reads, and what it writes."""
-    if not ren:
-        return node
-    changes = {}
-    for f in dataclasses.fields(node):
-        v = getattr(node, f.name)
-        if isinstance(v, Ex):
-            changes[f.name] = _sub_ex(v, ren)
-        elif isinstance(v, tuple) and v and all(isinstance(x, Ex) for x in v):  # a descriptor load's starts
-            changes[f.name] = tuple(_sub_ex(x, ren) for x in v)
-        elif f.name in ("name", "acc", "loop") and isinstance(v, str) and v in ren:
-            changes[f.name] = ren[v]
-    return dataclasses.replace(node, **changes) if changes else node
-
-
 def _mark(node, label: str):
-    return dataclasses.replace(node, nest=f"{node.nest}  [{label}]") if getattr(node, "nest", None) else node
+    note = getattr(node, "note", None)
+    return dataclasses.replace(node, note=dataclasses.replace(note, piece=label)) if note else node
 
 
 # -- the merge ---------------------------------------------------------------------------------
@@ -141,8 +80,7 @@ class _Merge:
         for nodes in zip(*bodies):
             first = nodes[0]
             if isinstance(first, For):
-                head = [(n.var, n.extent, n.kind, n.stages, n.step, n.flatten) if isinstance(n, For) else None
-                        for n in nodes]
+                head = [n.head if isinstance(n, For) else None for n in nodes]
                 if len(set(head)) != 1:
                     raise self.fail("the pieces lower to different loops (an internal error; please report it)")
                 loop = dataclasses.replace(first, body=self.body([n.body for n in nodes]))
@@ -151,7 +89,7 @@ class _Merge:
             if not all(type(n) is type(first) for n in nodes):
                 raise self.fail("the pieces lower to different statements (an internal error; please report it)")
             before = set(self.written)
-            variants = [first] + [substitute(n, self.renames[k]) for k, n in enumerate(nodes[1:], 1)]
+            variants = [first] + [rename_stmt(n, self.renames[k]) for k, n in enumerate(nodes[1:], 1)]
             own = [k for k in range(1, len(nodes)) if variants[k] != first]
             if not own:
                 out.append(first)
@@ -168,24 +106,12 @@ class _Merge:
                                 f"use a power-of-two tile there, or compute that stage in its own kernel")
                         self.renames[k][t] = self.fresh(t, k)
                         node = _retarget(node, self.renames[k][t])
-                    self._check_no_other_piece(node, k)
                     out.append(_mark(node, self.labels[k]))
                     if defined(node) is not None:
                         self.written.add(defined(node))
             if t0 := defined(first):
                 self.written.add(t0)
         return out
-
-    def _check_no_other_piece(self, node, k: int) -> None:
-        """A statement of piece k must not read a name that piece k renamed (a name written into an
-        operator's text, which the substitution cannot see): that would mix two pieces' values."""
-        if isinstance(node, Comment):
-            return
-        text = statement(node) or ""
-        for old in self.renames[k]:
-            if re.search(rf"(?<![\w.]){re.escape(old)}(?!\w)", text):
-                raise self.fail(f"a statement of the piece {self.labels[k]} still reads {old} of the first piece "
-                                f"({text!r}; an internal error; please report it)")
 
 
 def merge(kernels: list[KernelIR], axis: str, extent: int) -> KernelIR:

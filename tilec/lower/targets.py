@@ -8,7 +8,8 @@
     remainder that float `//` and `%` start from) is Triton's float `%`, which the interpreter computes
     with numpy's fmod, exactly; on the GPU Triton's float `%` is LLVM's frem, which NVPTX expands to
     x - y * trunc(x / y), inexact, so the GPU form calls libdevice's fmod.
-Golden tests pin the "cuda" form; `tests/test_golden.py` checks that the forms differ only here.
+The Triton printer (triton_printer.py) writes each form from these facts; golden tests pin the "cuda" form, and
+`tests/test_golden.py` checks that the forms differ only here.
 """
 
 from __future__ import annotations
@@ -31,23 +32,3 @@ def native_dot(dtype_a: str, dtype_b: str, target: str) -> bool:
     if dtype_a != dtype_b or dtype_a not in NATIVE_DOT:
         return False
     return not (target == "interpreter" and dtype_a == "bfloat16")
-
-
-def tanh(x: str, e: str, target: str) -> str:
-    """Triton text of tanh(x), `x` a name; in the interpreter from `e` = tl.exp(-2|x|) (`tanh_exp`)."""
-    if target == "cuda":
-        return f"libdevice.tanh({x})"
-    return f"tl.where({x} >= 0, 1.0, -1.0) * (1.0 - {e}) / (1.0 + {e})"
-
-
-def tanh_exp(e: str, x: str, target: str) -> str | None:
-    """The statement computing `e` = tl.exp(-2|x|) for the interpreter's tanh; none on the GPU."""
-    return None if target == "cuda" else f"{e} = tl.exp(-2.0 * tl.abs({x}))"
-
-
-def fmod(a: str, b: str, target: str) -> str:
-    """Triton text of C's fmod(a, b) (the remainder of a / b truncated, exact), `a` a tensor (not a Python
-    number: `%` of two Python floats would be Python's own)."""
-    if target == "cuda":
-        return f"libdevice.fmod({a}, {b})"
-    return f"{a} % {b}"

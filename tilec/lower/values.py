@@ -4,8 +4,8 @@
 `ValueEmitter` is the half of the kernel builder that writes values; the other half
 (`tilec.lower.builder.KernelBuilder`, which inherits this) writes the loops, stages and statements
 around them. A value carries the tile dims it varies over; binary operations broadcast their operands
-with `[:, None]` (`expand`); loads come from an inlined stage's expression, from registers (a value
-computed in the same kernel) or from memory (`tl.load` with the axes' masks); low-precision floats are
+by inserting unit dims (`expand`); loads come from an inlined stage's expression, from registers (a value
+computed in the same kernel) or from memory (a `Load` with the axes' masks); low-precision floats are
 widened to float32 between rounding points; `//` and `%` round toward minus infinity as in torch.
 """
 
@@ -33,20 +33,18 @@ from tilec.ir.expr import (
     walk,
 )
 from tilec.ir.knob import Knob
-from tilec.lower.code import Ex, Fmod, Lit, Name, Paren, Tanh, Tensor0d, f
-from tilec.lower.nest import Assign, TanhExp
+from tilec.lower import code as c
+from tilec.lower.nest import Assign, Note, TanhExp
 from tilec.lower.nest import Load as LoadTile
+from tilec.lower.nest_printer import show
 from tilec.schedule.schedule import Stage
-
-_MATH = {"exp": "tl.exp", "log": "tl.log", "sqrt": "tl.sqrt", "rsqrt": "tl.rsqrt", "abs": "tl.abs",
-         "sigmoid": "tl.sigmoid"}
 
 
 @dataclass
 class Val:
     """A value in the kernel: its expression (tilec.lower.code), the tile dims it varies over, its dtype."""
 
-    code: Ex
+    code: c.Ex
     dims: tuple[str, ...]
     dtype: str
 
@@ -54,27 +52,28 @@ class Val:
 @dataclass
 class AxisVal:
     """An original axis inside a kernel: its offsets variable, dims, the loop depth defining it, mask.
-    `block`: where the axis is one tile dim's block (start + tl.arange(0, n), masked only at the
-    tensor's edge), that start: a descriptor load can read it (`desc.load([start, ...])`).
-    `canon`: the offsets' and mask's definition as text, without their names: two axes with one canon
-    (of two stages) index the same elements, so a tile loaded for one serves the other (`shared_load`)."""
+    `block`: where the axis is one tile dim's block (start + arange(0, n), masked only at the tensor's
+    edge), that start: a descriptor load can read it (`desc.load([start, ...])`).
+    `canon`: what the offsets and mask are, without their names (a tuple of expressions and sizes): two axes
+    with one canon (of two stages) index the same elements, so a tile loaded for one serves the other
+    (`shared_load`)."""
 
-    code: Ex
+    code: c.Ex
     dims: tuple[str, ...]
     level: int
-    mask: Ex | None
-    block: Ex | None = None
-    canon: str | None = None
+    mask: c.Ex | None
+    block: c.Ex | None = None
+    canon: tuple | None = None
 
 
-def _is_name(code: Ex) -> bool:
+def _is_name(code: c.Ex) -> bool:
     """A value written as one name (a variable, a size, a loop counter, True): used twice, it needs no temporary."""
-    return code.text().isidentifier()
+    return isinstance(code, (c.Name, c.LoopIndex)) or (isinstance(code, c.Num) and isinstance(code.value, bool))
 
 
 def _nonnegative(e: Expr) -> bool:
     """Index arithmetic on axes, sizes and non-negative ints (no loads, no subtraction): `//` and `%`
-    truncate and floor alike there, so the plain Triton operators serve."""
+    truncate and floor alike there, so the plain operators serve."""
     for n in walk(e):
         if isinstance(n, (Load, Unary, Call, Where, Cast)) or (isinstance(n, Binary) and n.op == "-"):
             return False
@@ -83,23 +82,37 @@ def _nonnegative(e: Expr) -> bool:
     return True
 
 
-def via_float32(code: Ex, src: str, dst: str) -> Ex:
-    """An int or bool going to bfloat16 or float8 goes through float32, as torch converts it (Triton's
-    interpreter bit-casts int -> bfloat16 and refuses int -> float8)."""
-    if not dtypes.is_float(src) and dst in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
-        return f("{}.to(tl.float32)", Paren(code))
+def tensor0d(code: c.Ex, dtype: str) -> c.Ex:
+    """`code` as a tensor that a conversion applies to: a Python number becomes a 0-d tensor of its own kind
+    (bool, int32, float32), an expression of numbers alone (a specialized size: `32 + 0.25`) one of `dtype`;
+    anything else is a tensor already."""
+    if isinstance(code, c.Num):
+        v = code.value
+        kind = "bool" if isinstance(v, bool) else "int32" if isinstance(v, int) else "float32"
+        return c.call("full", c.Tuple(), code, c.DType(kind))
+    if c.is_const(code):
+        return c.call("full", c.Tuple(), code, c.DType(dtype))
     return code
 
 
-def castable(v: Val, dst: str) -> Ex:
-    """`v` as the operand of `.to(dst)`: widened through float32 where torch converts so (`via_float32`), and
-    a constant (a literal, or literals alone: a specialized size `(32 + 0.25)`) made a 0-d tensor of its
-    dtype, which `.to()` applies to (a Python number has no `.to`)."""
-    src = dtypes.triton_name(v.dtype)
-    widened = via_float32(v.code, v.dtype, dst)
-    if widened is not v.code:  # .to(tl.float32) first: on a 0-d tensor too
-        widened = via_float32(Tensor0d(v.code, src), v.dtype, dst)
-    return Tensor0d(widened, src)
+def castable(v: Val, dst: str) -> c.Ex:
+    """`v` as the operand of a conversion to `dst`: a constant made a 0-d tensor of its dtype (`tensor0d`),
+    and an int or bool going to bfloat16 or float8 widened to float32 first, as torch converts it (Triton's
+    interpreter bit-casts int -> bfloat16 and refuses int -> float8)."""
+    x = tensor0d(v.code, v.dtype)
+    if not dtypes.is_float(v.dtype) and dst in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        x = c.To(x, "float32")
+    return x
+
+
+def _where(cond: c.Ex, a: c.Ex, b: c.Ex) -> c.Ex:
+    return c.call("where", cond, a, b)
+
+
+def _sign_differs(r: c.Ex, r2: c.Ex, b: c.Ex) -> c.Ex:
+    """(r != 0) & ((r < 0) != (b < 0)): a truncated remainder `r` whose sign is not the divisor's (floor it)."""
+    zero = c.Num(0)
+    return c.BinOp("&", c.BinOp("!=", r, zero), c.BinOp("!=", c.BinOp("<", r2, zero), c.BinOp("<", b, zero)))
 
 
 class ValueEmitter:
@@ -110,59 +123,63 @@ class ValueEmitter:
     def _order(self, dims) -> tuple[str, ...]:
         return tuple(sorted(dims, key=self.dim_order.index))
 
-    def expand(self, v: Val, target: tuple[str, ...], full: bool = False) -> str:
-        """`v` laid out over `target` dims (a superset): permute, insert None, broadcast if `full`."""
+    def shape(self, dims) -> c.Tuple:
+        """The extents of tile dims `dims`, as a tuple expression."""
+        return c.Tuple(tuple(self.dim_extent[d] for d in dims))
+
+    def expand(self, v: Val, target: tuple[str, ...], full: bool = False) -> c.Ex:
+        """`v` laid out over `target` dims (a superset): permuted, unit dims inserted, broadcast if `full`."""
         code, dims = v.code, v.dims
         order = tuple(d for d in target if d in dims)
         if order != dims:
-            if len(dims) == 2:
-                code = f("tl.trans({})", code)
-            else:
-                code = f("tl.permute({}, " + str(tuple(dims.index(d) for d in order)) + ")", code)
+            code = c.call("trans", code) if len(dims) == 2 else \
+                c.call("permute", code, tuple(dims.index(d) for d in order))
         if order != target and order:
-            code = f("{}[" + ", ".join(':' if d in order else 'None' for d in target) + "]", Paren(code))
+            code = c.Expand(code, tuple(d in order for d in target))
         if full and order != target:
-            shape = ", ".join(self.dim_extent[d] for d in target)
-            shape = f"({shape},)" if len(target) == 1 else f"({shape})"
-            if not dims:  # a scalar (maybe a Python number, which tl.broadcast_to does not take)
-                tn = dtypes.triton_name(v.dtype) if v.dtype in dtypes.DTYPES else "tl.float32"
-                return f("(tl.zeros(" + shape + ", " + tn + ") " + ('|' if v.dtype == 'bool' else '+') + " {})",
-                         Paren(code))
-            code = f("tl.broadcast_to({}, " + shape + ")", code)
+            if not dims:  # a scalar (maybe a Python number, which broadcast_to does not take)
+                dt = v.dtype if v.dtype in dtypes.DTYPES else "float32"
+                return c.BinOp("|" if v.dtype == "bool" else "+", c.call("zeros", self.shape(target), c.DType(dt)), code)
+            code = c.call("broadcast_to", code, self.shape(target))
         return code
 
-    def combine(self, fmt: str, vals: list[Val], dtype: str, order: tuple[str, ...] | None = None) -> Val:
-        """`fmt` (a template with one `{}` per value) over `vals`, each laid out over their joint dims."""
+    def combine(self, build, vals: list[Val], dtype: str, order: tuple[str, ...] | None = None) -> Val:
+        """`build(*operands)` over `vals`, each laid out over their joint dims (or `order`)."""
         dims = order if order is not None else self._order({d for v in vals for d in v.dims})
-        return Val(f(fmt, *[self.expand(v, dims) for v in vals]), dims, dtype)
+        return Val(build(*[self.expand(v, dims) for v in vals]), dims, dtype)
 
     def widen(self, v: Val) -> Val:
         """A loaded low-precision float as float32 (arithmetic runs in float32 between rounding points)."""
-        c = dtypes.compute_dtype(v.dtype)
-        if c == v.dtype:
+        cd = dtypes.compute_dtype(v.dtype)
+        if cd == v.dtype:
             return v
-        return Val(f("{}.to(" + dtypes.triton_name(c) + ")", Paren(v.code)), v.dims, c)
+        return Val(c.To(v.code, cd), v.dims, cd)
 
-    def emit_stmt(self, hint: str, code: Ex, nest: str | None = None) -> Name:
+    def emit_stmt(self, hint: str, code: c.Ex, note=None) -> c.Name:
         """`name = code` in the current body; the name (fresh, from `hint`) stands for the value."""
         name = self.fresh(hint)
-        self.stmts.append(Assign(name, code, nest))
-        return Name(name)
+        self.stmts.append(Assign(name, code, note))
+        return c.Name(name)
+
+    def extent_name(self, dim: str) -> str:
+        """A tile dim's extent as a name: its int, or its knob's name."""
+        e = self.dim_extent[dim]
+        return str(e.value) if isinstance(e, c.Num) else e.id
+
+    def is_scalar(self, code: c.Ex) -> bool:
+        """A number, or a size or knob parameter: a scalar of the launch, not a tensor of the kernel."""
+        return isinstance(code, c.Num) or (isinstance(code, c.Name) and code.id in self.params
+                                           and self.params[code.id].kind in ("size", "constexpr"))
 
     # -- expressions ----------------------------------------------------------------------------
     def emit(self, e: Expr, st: Stage, loads: dict) -> Val:
         env = self.env[st.name]
         if isinstance(e, Const):
             if e.dtype == "bool":
-                return Val(Lit(str(bool(e.value))), (), "bool")
-            if isinstance(e.value, float):
-                v = e.value
-                code = 'float("inf")' if v == float("inf") else 'float("-inf")' if v == float("-inf") else \
-                    'float("nan")' if v != v else repr(v)
-                return Val(Lit(code), (), "float32")
-            return Val(Lit(repr(e.value)), (), "int32")
+                return Val(c.Num(bool(e.value)), (), "bool")
+            return Val(c.Num(e.value), (), "float32" if isinstance(e.value, float) else "int32")
         if isinstance(e, (SizeVar, Knob)):
-            return Val(Lit(self.scalar(e)), (), "int32")
+            return Val(self.scalar(e), (), "int32")
         if isinstance(e, IterVar):
             if e not in env:
                 raise LoweringError(f"{st.name} uses axis {e.name}, which is not one of its axes")
@@ -174,79 +191,78 @@ class ValueEmitter:
             v = self.emit(e.a, st, loads)
             if v.dtype == e.dtype:
                 return v
-            tn = dtypes.triton_name(e.dtype)
             if dtypes.is_float(e.dtype) and dtypes.compute_dtype(e.dtype) != e.dtype:
-                c = dtypes.triton_name(dtypes.compute_dtype(e.dtype))
-                return Val(f("{}.to(" + tn + ").to(" + c + ")", castable(v, e.dtype)),
-                           v.dims, dtypes.compute_dtype(e.dtype))
-            return Val(f("tl.cast({}, " + tn + ")", v.code), v.dims, e.dtype)
+                cd = dtypes.compute_dtype(e.dtype)  # rounded to the narrow type, computed on in float32
+                return Val(c.To(c.To(castable(v, e.dtype), e.dtype), cd), v.dims, cd)
+            return Val(c.Cast(v.code, e.dtype), v.dims, e.dtype)
         if isinstance(e, Unary):
             v = self.emit(e.a, st, loads)
             if e.op == "~" and v.dtype == "bool":  # logical not: ~ of a Python bool (a specialized size's
-                return Val(f("({} == 0)", Paren(v.code)), v.dims, "bool")  # comparison) is bitwise, -1
-            return Val(f(e.op + "{}", Paren(v.code)), v.dims, v.dtype)
+                return Val(c.BinOp("==", v.code, c.Num(0)), v.dims, "bool")  # comparison) is bitwise, -1
+            return Val(c.UnaryOp(e.op, v.code), v.dims, v.dtype)
         if isinstance(e, Call):
             v = self.emit(e.args[0], st, loads)
             if not dtypes.is_float(v.dtype) and e.fn != "abs":
-                v = Val(f("tl.cast({}, tl.float32)", v.code), v.dims, "float32")
+                v = Val(c.Cast(v.code, "float32"), v.dims, "float32")
             if e.fn == "silu":
                 if not _is_name(v.code):
                     v = Val(self.emit_stmt("x", v.code), v.dims, v.dtype)
-                return Val(f("{} * tl.sigmoid({})", v.code, v.code), v.dims, v.dtype)
+                return Val(c.BinOp("*", v.code, c.call("sigmoid", v.code)), v.dims, v.dtype)
             if e.fn == "tanh":
                 if not _is_name(v.code):
                     v = Val(self.emit_stmt("x", v.code), v.dims, v.dtype)
-                e_name = self.fresh("e")  # the interpreter form computes tl.exp(-2|x|) here (targets.py)
+                e_name = self.fresh("e")  # the interpreter form computes exp(-2|x|) here (triton_printer.py)
                 self.stmts.append(TanhExp(e_name, v.code))
-                return Val(Tanh(v.code, e_name), v.dims, v.dtype)
-            return Val(f(_MATH[e.fn] + "({})", v.code), v.dims, v.dtype)
+                return Val(c.Tanh(v.code, e_name), v.dims, v.dtype)
+            return Val(c.call(e.fn, v.code), v.dims, v.dtype)
         if isinstance(e, Where):
             if self.fold and repr(e.cond) in self.fold:  # known true here (an online loop's unmasked tiles)
                 return self.emit(e.a, st, loads)
-            c, a, b = (self.emit(x, st, loads) for x in (e.cond, e.a, e.b))
-            return self.combine("tl.where({}, {}, {})", [c, a, b], dtypes.promote(a.dtype, b.dtype))
+            cv, a, b = (self.emit(x, st, loads) for x in (e.cond, e.a, e.b))
+            return self.combine(_where, [cv, a, b], dtypes.promote(a.dtype, b.dtype))
         if isinstance(e, Binary):
             a, b = self.emit(e.a, st, loads), self.emit(e.b, st, loads)
             if a.dtype == b.dtype == "bool" and e.op in ("+", "*", "max", "min"):  # torch: or / and
                 op = "|" if e.op in ("+", "max") else "&"
-                return self.combine(f"{{}} {op} {{}}", [Val(Paren(a.code), a.dims, "bool"),
-                                                       Val(Paren(b.code), b.dims, "bool")], "bool")
+                return self.combine(lambda x, y: c.BinOp(op, x, y), [a, b], "bool")
             if e.op in ("max", "min"):
                 dtype = dtypes.promote(a.dtype, b.dtype)
-                prop = ", propagate_nan=tl.PropagateNan.ALL" if dtypes.is_float(dtype) else ""  # as torch
-                return self.combine(f"tl.{e.op}imum({{}}, {{}}{prop})", [a, b], dtype)
+                kw = {"nan": True} if dtypes.is_float(dtype) else {}  # NaN if either is, as torch
+                return self.combine(lambda x, y: c.call(f"{e.op}imum", x, y, **kw), [a, b], dtype)
             if e.op == "/" and not dtypes.is_float(a.dtype) and not dtypes.is_float(b.dtype):
-                a = Val(f("tl.cast({}, tl.float32)", a.code), a.dims, "float32")
+                a = Val(c.Cast(a.code, "float32"), a.dims, "float32")
             if e.op in ("//", "%") and not _nonnegative(e):
                 return self.floor_divmod(e.op, a, b)
             if e.op in ("<<", ">>"):
                 return self.shift(e.op, a, b, e.dtype)
-            dtype = "bool" if e.op in ("<", "<=", ">", ">=", "==", "!=") else dtypes.promote(a.dtype, b.dtype)
-            return self.combine(f"{{}} {e.op} {{}}", [Val(Paren(a.code), a.dims, a.dtype),
-                                                      Val(Paren(b.code), b.dims, b.dtype)], dtype)
+            dtype = "bool" if e.op in c.CMP else dtypes.promote(a.dtype, b.dtype)
+            if e.op == "cdiv":
+                return self.combine(lambda x, y: c.call("cdiv", x, y), [a, b], dtype)
+            return self.combine(lambda x, y: c.BinOp(e.op, x, y), [a, b], dtype)
         if isinstance(e, Reduce):
             raise LoweringError(f"{st.name}: a reduction can only be the whole body of a compute")
         raise LoweringError(f"cannot lower expression {e}")
 
     def floor_divmod(self, op: str, a: Val, b: Val) -> Val:
-        """Python/torch `//` and `%` (rounding toward minus infinity); Triton's integer ops truncate."""
+        """Python/torch `//` and `%` (rounding toward minus infinity); the plain integer operators truncate."""
         dtype = dtypes.promote(a.dtype, b.dtype)
         if dtypes.is_float(dtype):  # both operands tensors of one type: fmod of two Python numbers would be
             dtype = dtypes.compute_dtype(dtype)  # Python's, and libdevice's fmod takes two of float32 or float64
             a, b = (self.as_tensor_of(v, dtype) for v in (a, b))
         if not _is_name(a.code):
             a = Val(self.emit_stmt("n", a.code), a.dims, a.dtype)
-        if not _is_name(b.code) and not b.code.text().lstrip("-").replace(".", "").isdigit():
+        if not _is_name(b.code) and not isinstance(b.code, c.Num):
             b = Val(self.emit_stmt("d", b.code), b.dims, b.dtype)
         if dtypes.is_float(dtype):
             return self.float_floor_divmod(op, a, b, dtype)
-        r = self.combine("{} % {}", [a, b], dtype)
+        r = self.combine(lambda x, y: c.BinOp("%", x, y), [a, b], dtype)
         r = Val(self.emit_stmt("r", r.code), r.dims, dtype)
-        fix = self.combine("({} != 0) & (({} < 0) != ({} < 0))", [r, r, b], "bool")
+        fix = self.combine(_sign_differs, [r, r, b], "bool")
         fixed = Val(fix.code, (), "bool")  # laid out already: not expanded again
         if op == "%":
-            return self.combine("tl.where({}, {} + {}, {})", [fixed, r, b, r], dtype)
-        return self.combine("tl.where({}, {} // {} - 1, {} // {})", [fixed, a, b, a, b], dtype)
+            return self.combine(lambda f, r1, b1, r2: _where(f, c.BinOp("+", r1, b1), r2), [fixed, r, b, r], dtype)
+        return self.combine(lambda f, a1, b1, a2, b2: _where(f, c.BinOp("-", c.BinOp("//", a1, b1), c.Num(1)),
+                                                             c.BinOp("//", a2, b2)), [fixed, a, b, a, b], dtype)
 
     def shift(self, op: str, a: Val, b: Val, dtype: str) -> Val:
         """torch's `<<` and `>>` of integers of `dtype` (the promoted type, `INT_BITS` wide), computed in its compute
@@ -254,40 +270,40 @@ class ValueEmitter:
         signed values (Triton's `>>` of a signed int is). A shift by a negative amount or by the width or more,
         undefined in C and in Triton, is what torch makes it: 0 for `<<` and for `>>` of uint8, and the sign
         (0 or -1) for `>>` of a signed value."""
-        bits, c = INT_BITS[dtype], dtypes.compute_dtype(dtype)
-        top = INT_BITS[c] - 1
-        text = b.code.text() if isinstance(b.code, Lit) else ""
-        amount = {"True": 1, "False": 0}.get(text, int(text) if text.lstrip("-").isdigit() else None)
-        a, b = (v if isinstance(v.code, Lit) or v.dtype == c else
-                Val(f("{}.to(" + dtypes.triton_name(c) + ")", Paren(v.code)), v.dims, c) for v in (a, b))
-        if c != dtype:  # int8/int16/uint8 run in int32 between rounding points: torch shifts values of the
+        bits, cd = INT_BITS[dtype], dtypes.compute_dtype(dtype)
+        top = INT_BITS[cd] - 1
+        v = b.code.value if isinstance(b.code, c.Num) else None
+        amount = int(v) if isinstance(v, int) else None  # a bool is an int: True shifts by 1
+        a, b = (v if self.is_scalar(v.code) or v.dtype == cd else Val(c.To(v.code, cd), v.dims, cd) for v in (a, b))
+        if cd != dtype:  # int8/int16/uint8 run in int32 between rounding points: torch shifts values of the
             # narrow type, so an operand that may have left it ((x << 2) >> 2, ~x of uint8) is wrapped back first
             # (the left one of << needs no wrap: its low bits are the same either way)
-            narrow = ").to(" + dtypes.triton_name(dtype) + ").to(" + dtypes.triton_name(c) + ")"
-            a, b = (v if isinstance(v.code, Lit) or (v is a and op == "<<") else
-                    Val(f("({}" + narrow, v.code), v.dims, c) for v in (a, b))
-        a = Val(Paren(a.code), a.dims, a.dtype)
+            a, b = (v if self.is_scalar(v.code) or (v is a and op == "<<") else
+                    Val(c.To(c.To(v.code, dtype), cd), v.dims, cd) for v in (a, b))
         if amount is not None:  # a constant amount: decided here
             if 0 <= amount < bits:
-                return self.combine(f"{{}} {op} {amount}", [a], c)
+                return self.combine(lambda x: c.BinOp(op, x, c.Num(amount)), [a], cd)
             if op == "<<" or dtype == "uint8":
-                return self.combine("{} * 0", [a], c)
-            return self.combine(f"{{}} >> {top}", [a], c)
+                return self.combine(lambda x: c.BinOp("*", x, c.Num(0)), [a], cd)
+            return self.combine(lambda x: c.BinOp(">>", x, c.Num(top)), [a], cd)
         if not _is_name(b.code):  # used twice
             b = Val(self.emit_stmt("sh", b.code), b.dims, b.dtype)
-        ok = f"({{}} >= 0) & ({{}} < {bits})"
-        if op == "<<" or dtype == "uint8":
-            return self.combine(f"tl.where({ok}, {{}} {op} {{}}, 0)", [b, b, a, b], c)
-        return self.combine(f"{{}} >> tl.where({ok}, {{}}, {top})", [a, b, b, b], c)
 
-    @staticmethod
-    def as_tensor_of(v: Val, dtype: str) -> Val:
-        """`v` as a Triton tensor of `dtype`: a Python number becomes a 0-d tensor, another type is converted."""
-        tn = dtypes.triton_name(dtype)
-        if isinstance(v.code, Lit):
-            return Val(f("tl.full((), {}, " + tn + ")", v.code), v.dims, dtype)
+        def ok(x, y):
+            return c.BinOp("&", c.BinOp(">=", x, c.Num(0)), c.BinOp("<", y, c.Num(bits)))
+        if op == "<<" or dtype == "uint8":
+            return self.combine(lambda b1, b2, a1, b3: _where(ok(b1, b2), c.BinOp(op, a1, b3), c.Num(0)),
+                                [b, b, a, b], cd)
+        return self.combine(lambda a1, b1, b2, b3: c.BinOp(">>", a1, _where(ok(b1, b2), b3, c.Num(top))),
+                            [a, b, b, b], cd)
+
+    def as_tensor_of(self, v: Val, dtype: str) -> Val:
+        """`v` as a tensor of `dtype`: a scalar of the launch (a number, a size) becomes a 0-d tensor, another
+        type is converted."""
+        if self.is_scalar(v.code):
+            return Val(c.call("full", c.Tuple(), v.code, c.DType(dtype)), v.dims, dtype)
         if v.dtype != dtype:
-            return Val(f("{}.to(" + tn + ")", Paren(v.code)), v.dims, dtype)
+            return Val(c.To(v.code, dtype), v.dims, dtype)
         return v
 
     def float_floor_divmod(self, op: str, a: Val, b: Val, dtype: str) -> Val:
@@ -297,18 +313,22 @@ class ValueEmitter:
         (a - r) / b, less one where that sign was fixed, is rounded to the nearest whole number (the division
         may round), its zero signed as a / b, and a zero divisor gives a / b (an infinity or NaN)."""
         dims = self._order({*a.dims, *b.dims})
-        r = Val(self.emit_stmt("r", Fmod(self.expand(a, dims), self.expand(b, dims))), dims, dtype)
-        fix = self.combine("({} != 0) & (({} < 0) != ({} < 0))", [r, r, b], "bool")
+        r = Val(self.emit_stmt("r", c.Fmod(self.expand(a, dims), self.expand(b, dims))), dims, dtype)
+        fix = self.combine(_sign_differs, [r, r, b], "bool")
         fixed = Val(self.emit_stmt("fix", fix.code), fix.dims, "bool")
         if op == "%":
-            return self.combine("tl.where({}, {} + {}, {})", [fixed, r, b, r], dtype)
-        q = self.combine("({} - {}) / {}", [a, r, b], dtype)
-        q = Val(self.emit_stmt("q", self.combine("tl.where({}, {} - 1.0, {})", [fixed, q, q], dtype).code),
-                dims, dtype)
-        fq = Val(self.emit_stmt("fq", f("tl.floor({})", q.code)), dims, dtype)
-        whole = self.combine("tl.where({} - {} > 0.5, {} + 1.0, {})", [q, fq, fq, fq], dtype)
-        signed = self.combine("tl.where({} == 0, ({} / {}) * 0.0, {})", [q, a, b, whole], dtype)
-        return self.combine("tl.where({} == 0, {} / {}, {})", [b, a, b, signed], dtype)
+            return self.combine(lambda f, r1, b1, r2: _where(f, c.BinOp("+", r1, b1), r2), [fixed, r, b, r], dtype)
+        q = self.combine(lambda a1, r1, b1: c.BinOp("/", c.BinOp("-", a1, r1), b1), [a, r, b], dtype)
+        q = Val(self.emit_stmt("q", self.combine(lambda f, q1, q2: _where(f, c.BinOp("-", q1, c.Num(1.0)), q2),
+                                                 [fixed, q, q], dtype).code), dims, dtype)
+        fq = Val(self.emit_stmt("fq", c.call("floor", q.code)), dims, dtype)
+        whole = self.combine(lambda q1, f1, f2, f3: _where(c.BinOp(">", c.BinOp("-", q1, f1), c.Num(0.5)),
+                                                           c.BinOp("+", f2, c.Num(1.0)), f3), [q, fq, fq, fq], dtype)
+        signed = self.combine(lambda q1, a1, b1, w: _where(c.BinOp("==", q1, c.Num(0)),
+                                                           c.BinOp("*", c.BinOp("/", a1, b1), c.Num(0.0)), w),
+                              [q, a, b, whole], dtype)
+        return self.combine(lambda b1, a1, b2, s: _where(c.BinOp("==", b1, c.Num(0)), c.BinOp("/", a1, b2), s),
+                            [b, a, b, signed], dtype)
 
     def dims_of(self, e: Expr, st: Stage) -> set[str]:
         """The tile dims an expression varies over (without emitting it)."""
@@ -392,7 +412,7 @@ class ValueEmitter:
                 return Val(val.code, tuple(rename.get(d, d) for d in val.dims), val.dtype)
             raise LoweringError(
                 f"{st.name} reads {ld!r}, but {t.name} is computed in the same kernel only at the positions "
-                f"of that loop ({', '.join(c.text() for c in axis_codes)}), as one tile of its own: read it at "
+                f"of that loop ({', '.join(show(x) for x in axis_codes)}), as one tile of its own: read it at "
                 f"its own axes, give the reader the same tiles (split by the same factor), or compute_root {t.name}")
         key = repr(ld)
         for scope in reversed(self.scopes):
@@ -477,19 +497,18 @@ class ValueEmitter:
                     masks.append(Val(env[idx].mask, env[idx].dims, "bool"))
             else:  # a computed index, or an axis longer than the dimension it indexes: check the bounds
                 ext = self.scalar(t.shape[d])
-                masks.append(Val(f("({} >= 0) & ({} < " + ext + ")", Paren(v.code), Paren(v.code)), v.dims, "bool"))
+                masks.append(Val(c.all_of(c.BinOp(">=", v.code, c.Num(0)), c.BinOp("<", v.code, ext)), v.dims, "bool"))
         addr = self.address(ptr, t, idx_vals)
         self._check_tile_numel(st, addr.dims)
         mask = None
         if masks:
-            mask = self.combine(" & ".join(["{}"] * len(masks)), masks, "bool", order=addr.dims).code
+            mask = self.combine(c.all_of, masks, "bool", order=addr.dims).code
         name = self.fresh(hint)
         desc, starts = self.descriptor(t, ld.indices, st, addr) if tma else (None, ())
-        nest = f"{hint} = {ld!r}" + ("  (tensor descriptor)" if desc else "")
-        other = "0.0" if t.dtype.startswith("float8") else "0"  # Triton casts no int to float8 (issue 23)
-        self.stmts.append(LoadTile(name, addr.code, mask, nest, desc, starts, other))
+        note = Note((repr(ld) + ("  (tensor descriptor)" if desc else ""),))
+        self.stmts.append(LoadTile(name, addr.code, mask, note, desc, starts, t.dtype))
         self.zero_outside[name] = {m.code for m in masks}  # where the load gives 0 (other=0)
-        return Val(Name(name), addr.dims, t.dtype)
+        return Val(c.Name(name), addr.dims, t.dtype)
 
     def descriptor(self, t, indices, st: Stage, addr: Val) -> tuple[str | None, tuple]:
         """The descriptor parameter and block starts for the tile of tensor `t` at `indices` (a load's, or
@@ -507,13 +526,13 @@ class ValueEmitter:
             if v.block is None or len(v.dims) != 1 or v.dims[0] != addr.dims[d]:
                 return None, ()
             starts.append(v.block)
-        block = tuple(self.dim_extent[d] for d in addr.dims)
+        block = tuple(self.extent_name(d) for d in addr.dims)
         name = self._param(f"{t.name}_desc_{'x'.join(block)}", "descriptor", tensor=t.name, block=block)
         return name, tuple(starts)
 
     def address(self, ptr: str, t, idx_vals: list[Val]) -> Val:
-        """`T + offs_i[:, None] * stride_T_0 + ...`, its dims in the tensor's index order (the memory
-        order, so a row-major tile is loaded with its contiguous dimension last)."""
+        """T + offs_i * stride_T_0 + ... (each index laid out over the tile), its dims in the tensor's index
+        order (the memory order, so a row-major tile is loaded with its contiguous dimension last)."""
         order = tuple(dict.fromkeys(d for v in idx_vals for d in v.dims))
-        terms = [f("{} * stride_" + f"{t.name}_{d}", Paren(self.expand(v, order))) for d, v in enumerate(idx_vals)]
-        return Val(f(" + ".join(["{}"] * (len(terms) + 1)), Name(ptr), *terms), order, "ptr")
+        terms = [c.BinOp("*", self.expand(v, order), c.Name(f"stride_{t.name}_{d}")) for d, v in enumerate(idx_vals)]
+        return Val(c.sum_of(c.Name(ptr), *terms), order, "ptr")
