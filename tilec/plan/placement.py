@@ -89,7 +89,7 @@ class Layout:
         self.origin = origin = self.index.origin
         for made in self.index.scheduled:
             if made & fixed:
-                names = ", ".join(a.name for a in made & fixed)
+                names = ", ".join(a.name for a in self.index.originals if a in made and a in fixed)
                 raise LoweringError(
                     f"{stage.name}: axis {names} is fixed by where {stage.name} is computed (compute_at), so "
                     f"it takes that loop's tiling; remove the split/fuse of {names} from {stage.name}")
