@@ -15,7 +15,7 @@ from tilec.ir.knob import Flag, Knob
 from tilec.plan.analysis import Analysis
 from tilec.plan.placement import MisplacedError, Plan
 from tilec.poly.model import NotAffine, share_model
-from tilec.schedule.schedule import Split, set_primitive_check, tile_extent_problem
+from tilec.schedule.schedule import set_primitive_check, tile_extent_problem
 
 
 def check_schedule(sched, config=None, *, primitive: str = "build", stage=None, outputs=None,
@@ -109,7 +109,7 @@ def check_knob_choices(sched, *, primitive: str, analysis: Analysis | None = Non
             if lay.stage is not p.stage:
                 continue  # a default schedule (its factors are ints) or an online statistic
             for a in lay.tiles:
-                split = next(r for r in lay.stage.relations if isinstance(r, Split) and r.inner is a)
+                split = lay.index.tile_split(a)
                 _tile_choices(primitive, p.stage, split, spatial=a.kind == "spatial", root=p.target is None)
     elif isinstance(error, TileExtentError) and not error.combination:
         _tile_choices(primitive, error.stage, error.split, spatial=error.split.inner.kind == "spatial",

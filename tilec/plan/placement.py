@@ -18,9 +18,10 @@ from tilec.errors import LoweringError, TilecError, TileExtentError
 from tilec.ir.expr import Binary, Const, IterVar, Load, SizeVar, evaluate, size_text, substitute, walk
 from tilec.ir.knob import Knob, factor_value, resolve_config
 from tilec.ir.online import NotOnline, OnlineForm, online_form
+from tilec.plan.indexmap import IndexMap
 from tilec.poly.masks import single_iteration
 from tilec.schedule.defaults import default_stage
-from tilec.schedule.schedule import Fuse, Schedule, Split, Stage, tile_extent_problem
+from tilec.schedule.schedule import Schedule, Stage, tile_extent_problem
 
 # The warps a kernel gets when its schedule sets none: enough that its root stage's tile holds at most this
 # many values per thread. 4 warps up to a 128 x 128 tile, 8 for 128 x 256, 16 for 256 x 256: with 4 warps a
@@ -84,17 +85,11 @@ class Layout:
 
     def __init__(self, stage: Stage, fixed: set, root: bool, config: dict, facts=()):
         self.stage = stage
-        origin: dict[IterVar, set] = {a: {a} for a in list(stage.tensor.axis) + list(stage.tensor.reduce_axis)}
-        for rel in stage.relations:
-            if isinstance(rel, Split):
-                origin[rel.outer] = origin[rel.inner] = origin[rel.parent]
-            else:
-                origin[rel.fused] = origin[rel.outer] | origin[rel.inner]
-        self.origin = origin
-        for rel in stage.relations:
-            parent = rel.parent if isinstance(rel, Split) else rel.fused
-            if origin[parent] & fixed:
-                names = ", ".join(a.name for a in origin[parent] & fixed)
+        self.index = IndexMap(stage, config)  # the split/fuse algebra of its axes (tilec/plan/indexmap.py)
+        self.origin = origin = self.index.origin
+        for made in self.index.scheduled:
+            if made & fixed:
+                names = ", ".join(a.name for a in self.index.originals if a in made and a in fixed)
                 raise LoweringError(
                     f"{stage.name}: axis {names} is fixed by where {stage.name} is computed (compute_at), so "
                     f"it takes that loop's tiling; remove the split/fuse of {names} from {stage.name}")
@@ -106,7 +101,6 @@ class Layout:
         if not root and stage.warps is not None:
             raise LoweringError(f"{stage.name}.num_warps(...) has no effect: {stage.name} is computed inside another "
                                 f"stage's kernel, whose root stage sets the warps; call num_warps on the root")
-        inner_of = {rel.inner: rel for rel in stage.relations if isinstance(rel, Split)}
         self.subtiled: tuple[IterVar, int] | None = None  # a tile lowered as power-of-two pieces (subtiles.py)
         self.kind: dict[IterVar, str] = {}
         self.tile_extent: dict[IterVar, int] = {}
@@ -121,9 +115,9 @@ class Layout:
                 if not isinstance(a.extent, (Const, Knob)):
                     raise LoweringError(f"unroll({stage.name}.{a.name}): its extent {size_text(a.extent)} is not a constant; "
                                         f"unroll the inner axis of a split")
-            elif a in inner_of:
+            elif (split := self.index.tile_split(a)) is not None:
                 self.kind[a] = "tile"
-                f = factor_value(inner_of[a].factor, config)
+                f = self.index.factor(split)
                 if not _is_pow2(f):
                     lo = 1 << (f.bit_length() - 1)
                     why = tile_extent_problem(f, spatial=a.kind == "spatial", root=root)
@@ -133,10 +127,10 @@ class Layout:
                                f"stage, and {self.subtiled[0].name} has them")
                     if why is not None:
                         raise TileExtentError(
-                            f"{stage.name}.{a.name} is a tile of extent {f} (from split({inner_of[a].parent.name}, "
-                            f"{inner_of[a].factor})), but Triton tiles (tl.arange) need a power of two, and {why}: "
+                            f"{stage.name}.{a.name} is a tile of extent {f} (from split({split.parent.name}, "
+                            f"{split.factor})), but Triton tiles (tl.arange) need a power of two, and {why}: "
                             f"use {lo} or {lo * 2}; masks cover a size the tile does not divide",
-                            stage=stage, split=inner_of[a], extent=f, combination=combination, root=root)
+                            stage=stage, split=split, extent=f, combination=combination, root=root)
                     self.subtiled = (a, f)
                 self.tile_extent[a] = f
             else:
@@ -147,9 +141,8 @@ class Layout:
                 raise LoweringError(f"pipeline({stage.name}.{a.name}): {a.name} is a {self.kind[a]} axis; only "
                                     f"serial loops (tl.range) are pipelined")
         self.grid = sorted((a for a in self.leaves if self.kind[a] == "grid"), key=lambda a: stage.binds[a])
-        for rel in stage.relations:
-            if isinstance(rel, Fuse) and rel.group is not None and rel.fused in self.kind \
-                    and self.kind[rel.fused] != "grid":
+        for rel in self.index.fuses:
+            if rel.group is not None and rel.fused in self.kind and self.kind[rel.fused] != "grid":
                 raise LoweringError(f"swizzle({rel.outer.name}, {rel.inner.name}) orders programs, but "
                                     f"{stage.name}.{rel.fused.name} is a {self.kind[rel.fused]} loop; bind it to "
                                     f"the grid (bind({rel.fused.name}, 'program_id.0'))")
@@ -349,6 +342,11 @@ class Plan:
                 self.stored.add(p.name)
         self.buffers = sorted(self.stored - set(out_names))
 
+    @property
+    def index_maps(self) -> dict[str, IndexMap]:
+        """Stage name -> the split/fuse algebra of its loops (its layout's `IndexMap`, built once with it)."""
+        return {name: p.layout.index for name, p in self.placed.items()}
+
     def kernel_name(self, root: str) -> str:
         """The name of the kernel whose root stage is `root`, after what it computes for the caller: the
         outputs it stores (`Y_kernel`), else the buffers it stores for later kernels, else its root."""
@@ -370,14 +368,14 @@ class Plan:
             return substitute(e, lambda n: Const(self.config[n.knob_name], "int32") if isinstance(n, Knob) else None)
 
         for p in self.placed.values():
-            for rel in p.layout.stage.relations:
-                if not isinstance(rel, Split) or not any(isinstance(n, SizeVar) for n in walk(rel.parent.extent)):
+            for rel in p.layout.index.splits:
+                if not any(isinstance(n, SizeVar) for n in walk(rel.parent.extent)):
                     continue
                 try:
                     extent = evaluate(rel.parent.extent, sizes | self.config)
                 except (KeyError, TilecError):
                     continue
-                f = factor_value(rel.factor, self.config)
+                f = p.layout.index.factor(rel)
                 parent = value(rel.parent.extent)  # knobs at their values: a fact is of sizes and ints
                 if extent >= 1 and extent % f == 0:
                     fact = Binary("==", Binary("%", parent, Const(f, "int32")), Const(0, "int32"))
@@ -403,10 +401,10 @@ class Plan:
         leaves = [leaf for leaf in lay.leaves if axis in lay.origin[leaf]]
         if any(lay.kind[leaf] not in ("single", "tile") for leaf in leaves):
             return None
-        split = next((r for r in lay.stage.relations if isinstance(r, Split) and r.parent is axis), None)
+        split = lay.index.split_of(axis)
         if split is None or [lay.kind.get(split.outer), lay.kind.get(split.inner)] != ["single", "tile"]:
             return None
-        return factor_value(split.factor, self.config), size_text(axis.extent)
+        return lay.index.factor(split), size_text(axis.extent)
 
     def _in_registers(self, p: Placed) -> bool:
         """Whether producer p's region (at an outer loop of its consumer) is one tile that every reader in the
@@ -556,7 +554,8 @@ class Plan:
         if not st.tensor.is_reduction:
             raise LoweringError(f"cache_write({st.name}, 'local'): {st.name} is not a reduction; there is no "
                                 f"accumulator to keep in registers")
-        inner = {r.inner for r in st.relations if isinstance(r, Split)}
+        # the split inners of st's own leaves (st untouched has none, and its layout is a default one's)
+        inner = placed.layout.index.split_inners() if placed.layout.stage is st else frozenset()
         legal = []
         for a in st.leaves:
             if a.kind == "reduce":

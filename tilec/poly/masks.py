@@ -12,7 +12,6 @@ import islpy as isl
 
 from tilec.ir.expr import SizeVar, walk
 from tilec.poly.model import NotAffine, aff
-from tilec.schedule.schedule import Split
 
 
 def facts_of(sched, specialize=None) -> list:
@@ -86,16 +85,16 @@ def facts_set(ctx, pre: str, facts: list):
 
 
 def needs_mask(layout, axis, config: dict, facts: list) -> bool:
-    """Whether tiles of original `axis` of the stage may overrun its extent."""
+    """Whether tiles of original `axis` of the stage may overrun its extent: some split of a value made from
+    it (the layout's index map, tilec/plan/indexmap.py) may not divide what it splits."""
     names, texts = _names_and_texts(facts)
-    for rel in layout.stage.relations:
-        if isinstance(rel, Split) and axis in layout.origin[rel.parent]:  # a split of it, or of a fusion with it
-            f = rel.factor if isinstance(rel.factor, int) else config[rel.factor.knob_name]
-            try:
-                ext = aff(rel.parent.extent, {}, config)
-            except NotAffine:
-                return True
-            params = sorted(set(names) | {n.name for n in walk(rel.parent.extent) if isinstance(n, SizeVar)})
-            if not _divides(ext, f, tuple(params), texts):
-                return True
+    for rel in layout.index.splits_over(axis):  # a split of it, or of a fusion with it
+        f = layout.index.factor(rel)
+        try:
+            ext = aff(rel.parent.extent, {}, config)
+        except NotAffine:
+            return True
+        params = sorted(set(names) | {n.name for n in walk(rel.parent.extent) if isinstance(n, SizeVar)})
+        if not _divides(ext, f, tuple(params), texts):
+            return True
     return False

@@ -18,8 +18,7 @@ from dataclasses import dataclass
 import islpy as isl
 
 from tilec.poly.masks import facts_set
-from tilec.poly.model import PolyModel, aff
-from tilec.schedule.schedule import Fuse, Split
+from tilec.poly.model import NotAffine, PolyModel, aff
 
 _VAR = re.compile(r"\b_a\d+\b")
 
@@ -83,41 +82,39 @@ class TimeMaps:
         yield from p.online
 
     def _leaf_entries(self, p) -> dict:
-        """Each leaf of p's layout (and each original axis) as entries in p's variables."""
-        st, names = p.layout.stage, self.names[p.name]
-        vals = {a: [Entry(names[a], aff(a.extent, {}, self.config), a.name)] for a in names}
-        for rel in st.relations:
-            if isinstance(rel, Split):
-                parent = vals[rel.parent]
-                if len(parent) != 1:
-                    parent = self._flatten(p, rel.parent, parent)
-                if parent is None or parent[0].value is None:
-                    # not affine (or made from such a split): the loops of this split are left free
-                    self.approx.add(p.name)
-                    f = rel.factor if isinstance(rel.factor, int) else self.config[rel.factor.knob_name]
-                    vals[rel.outer] = [Entry(None, None, rel.outer.name)]
-                    vals[rel.inner] = [Entry(None, str(f), rel.inner.name)]
-                    continue
-                v, ext = parent[0].value, parent[0].ext
-                f = rel.factor if isinstance(rel.factor, int) else self.config[rel.factor.knob_name]
-                vals[rel.outer] = [Entry(f"floor(({v})/{f})", f"floor(({ext} + {f - 1})/{f})", rel.outer.name)]
-                vals[rel.inner] = [Entry(f"(({v}) mod {f})", str(f), rel.inner.name)]
-            elif isinstance(rel, Fuse):
-                vals[rel.fused] = vals[rel.outer] + vals[rel.inner]
-        return vals
+        """Each axis of p's layout (original, made on the way, leaf) as entries in p's variables: one per
+        component (a fused axis is kept as its components), read off the layout's index map."""
+        index, names = p.layout.index, self.names[p.name]
+        entry: dict = {}
+        for a in index.parts:
+            for q in index.parts[a]:
+                if q not in entry:
+                    entry[q] = self._entry(p, index, q, names, entry)
+        return {a: [entry[q] for q in parts] for a, parts in index.parts.items()}
 
-    def _flatten(self, p, axis, parts: list[Entry]) -> list[Entry] | None:
-        """A fused axis as one affine value sum(c_k * prod(ext_l, l > k)) when the inner extents are
-        constants; otherwise None and the stage is marked approximate."""
-        exts = [e.ext for e in parts]
-        if not all(x is not None and x.isdigit() for x in exts[1:]) or any(e.value is None for e in parts):
+    def _entry(self, p, index, q, names: dict, entry: dict) -> Entry:
+        """Component q (an original axis, or an axis a split made) as an affine value of p's variables, or
+        free where isl cannot express it (then p is approximate): a split of a fused axis whose inner
+        components' extents are not int literals (an original axis of constant extent or a split's
+        factor), or a split of a value made from such a split (`entry`: the components before q)."""
+        split = index.made_by(q)
+        if split is None:
+            return Entry(names[q], aff(q.extent, {}, self.config), q.name)
+        f = str(index.factor(split))
+        parts = index.parts[split.parent]
+        try:
+            if any(entry[r].value is None for r in parts) or not all(self._literal(index, r) for r in parts[1:]):
+                raise NotAffine(split.parent.name)
+            value = aff(index.forward[q], names, self.config)
+        except NotAffine:
             self.approx.add(p.name)
-            return None
-        value, total = parts[0].value, parts[0].ext
-        for e in parts[1:]:
-            value = f"({value}) * {e.ext} + {e.value}"
-            total = f"({total}) * {e.ext}"
-        return [Entry(value, total, axis.name)]
+            return Entry(None, f if q is split.inner else None, q.name)
+        return Entry(value, f if q is split.inner else aff(index.extent[q], {}, self.config), q.name)
+
+    def _literal(self, index, q) -> bool:
+        """Whether component q's extent is an int literal: a split's factor or an original axis's constant."""
+        made = index.made_by(q)
+        return q is made.inner if made is not None else aff(q.extent, {}, self.config).isdigit()
 
     def _grid(self, p) -> list[Entry]:
         out = []
@@ -181,7 +178,7 @@ class TimeMaps:
             return self._translate(self._tiles(p.target, p.bound[axis]), p.target, p)
         out = []
         for leaf in p.layout.tiles:
-            if axis in p.layout.origin[leaf]:
+            if axis in p.layout.index.origin[leaf]:
                 out += self.leaf[p.name][leaf]
         return out
 
