@@ -587,3 +587,38 @@ def test_float32_to_bfloat16_and_float8_round_as_torch_does_in_the_interpreter_t
 
 def _torch_at_least(major: int, minor: int) -> bool:
     return tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) >= (major, minor)
+
+
+def test_float32_to_float8_e5m2_past_its_largest_value_is_infinite_in_the_gpu_form_too():
+    """sm_90's float32 -> float8_e5m2 conversion (Triton's cvt.rn.satfinite) saturates values past 57344, and
+    infinities, to +-57344, where torch rounds them to +-inf (from 61440, the tie that goes to even). The GPU
+    form converts through the helper `_to_e5m2`, which writes the infinities itself; the interpreter form's
+    conversion is torch's already. Here: the GPU form calls it (the interpreter form does not), and the
+    helper, run in the interpreter, gives torch's bits for every input (on the GPU the examples and the
+    interpreter-too test above check it against torch)."""
+    from tilec.lower.triton_printer import HELPERS, TO_E5M2
+    from tilec.runtime.kernel import load_module
+
+    N = tc.size_vars("N")
+    X = tc.placeholder((N,), "float32", name="X")
+    E = tc.compute((N,), lambda i: X[i] * 2.0, name="E", dtype="float8_e5m2")
+    Q = tc.compute((N,), lambda i: X[i] * 2.0, name="Q", dtype="float8_e4m3fn")
+    gpu, cpu = tc.lower(tc.create_schedule(E)).source(), tc.lower(tc.create_schedule(E), target="interpreter").source()
+    assert f"def {TO_E5M2}(x):" in gpu and f"E_val = {TO_E5M2}(" in gpu
+    assert TO_E5M2 not in cpu and ".to(tl.float8e5)" in cpu
+    assert TO_E5M2 not in tc.lower(tc.create_schedule(Q)).source()  # e4m3fn saturates in torch too
+
+    source = ("import triton\nimport triton.language as tl\n\n\n" + HELPERS[TO_E5M2] + "\n\n@triton.jit\n"
+              "def k(X, Y, n, BLOCK: tl.constexpr):\n    i = tl.arange(0, BLOCK)\n"
+              "    tl.store(Y + i, _to_e5m2(tl.load(X + i, mask=i < n)), mask=i < n)\n")
+    mod = load_module(source, "e5m2_helper")
+    inf = float("inf")
+    x = torch.tensor([0.0, -0.0, 1.5, 3.0e-6, 1e-9, 57344.0, 60000.0, 61439.0, 61440.0, 61441.0, 7e4, 1e6, -7e4,
+                      -61440.0, inf, -inf, float("nan")])
+    x = torch.cat([x, torch.randn(100) * 3e4, torch.randn(20) * 1e-5])
+    y = torch.empty(x.shape, dtype=torch.float8_e5m2)
+    mod.k[(1,)](x, y, x.numel(), BLOCK=256)
+    want = x.to(torch.float8_e5m2)
+    assert torch.equal(y.view(torch.uint8)[~x.isnan()], want.view(torch.uint8)[~x.isnan()])
+    assert y.float()[x.isnan()].isnan().all()
+    assert want[8].float().item() == inf and want[7].float().item() == 57344.0  # the threshold is torch's

@@ -43,6 +43,19 @@ HELPERS = {
            f"    return tl.{op}imum(a, b, propagate_nan=tl.PropagateNan.ALL)\n")
     for op, name in NAN_COMBINE.items()}
 
+# float32 -> float8_e5m2 on the GPU. sm_90's conversion (cvt.rn.satfinite) saturates a value past the largest
+# finite one (57344) to it, infinities too; torch rounds it to +-inf from 61440 on (the tie between 57344 and
+# the 65536 the format has no room for goes to even: inf), as IEEE round to nearest does. The GPU form converts
+# through this helper; the interpreter's conversion is torch's already (tilec/runtime/triton_compat.py)
+TO_E5M2 = "_to_e5m2"
+HELPERS[TO_E5M2] = (
+    f"@triton.jit\ndef {TO_E5M2}(x):\n"
+    "    # float32 -> float8_e5m2 as torch rounds it: past 57344 to +-inf (0x7c / 0xfc) where the\n"
+    "    # hardware's conversion saturates; NaN stays NaN\n"
+    "    bits = x.to(tl.float8e5).to(tl.uint8, bitcast=True)\n"
+    "    inf = tl.where(x > 0, 0x7C, 0xFC).to(tl.uint8)\n"
+    "    return tl.where(tl.abs(x) >= 61440.0, inf, bits).to(tl.float8e5, bitcast=True)\n")
+
 DOT = "tl.dot"  # the matrix product a `Dot` statement is (the nest names it too)
 _PLAIN = {"zeros_like", "broadcast_to", "trans", "permute", "where", "exp", "log", "sqrt", "rsqrt", "abs",
           "sigmoid", "floor", "cdiv", "arange", "full", "zeros", "maximum", "minimum"}
@@ -114,6 +127,8 @@ class Printer:
         if isinstance(e, c.Cast):
             return f"tl.cast({self.ex(e.x)}, {tname(e.dtype)})"
         if isinstance(e, c.To):
+            if e.dtype == "float8_e5m2" and self.form.target == "cuda":  # saturates on the GPU: TO_E5M2
+                return f"{TO_E5M2}({self.ex(e.x)})"
             return f"{self.postfix_base(e.x)}.to({tname(e.dtype)})"
         if isinstance(e, c.Expand):
             return f"{self.postfix_base(e.x)}[{', '.join(':' if keep else 'None' for keep in e.pattern)}]"
@@ -259,12 +274,17 @@ def render_triton(kernel, form: Form = CUDA) -> str:
     return "\n".join(lines) + "\n"
 
 
-def helpers(kernels) -> list[str]:
-    """The HELPERS that the kernels call (a max or min reduction that keeps NaN), in a fixed order."""
+def helpers(kernels, form: Form = CUDA) -> list[str]:
+    """The HELPERS that the kernels call in this form (a max or min reduction that keeps NaN, the GPU's
+    float8_e5m2 conversion), in a fixed order."""
     from tilec.lower.nest import expressions
 
-    ops = {e.attr("op") for k in kernels for e in expressions(k.body) if isinstance(e, c.Call) and e.fn == "reduce"}
-    return [HELPERS[name] for op, name in NAN_COMBINE.items() if op in ops]
+    found = [e for k in kernels for e in expressions(k.body)]
+    ops = {e.attr("op") for e in found if isinstance(e, c.Call) and e.fn == "reduce"}
+    names = {NAN_COMBINE[op] for op in ops}
+    if form.target == "cuda" and any(isinstance(e, c.To) and e.dtype == "float8_e5m2" for e in found):
+        names.add(TO_E5M2)
+    return [HELPERS[name] for name in HELPERS if name in names]
 
 
 def uses_libdevice(kernel, form: Form) -> bool:
@@ -279,4 +299,4 @@ def module(kernels, form: Form = CUDA) -> str:
     head = ["import triton", "import triton.language as tl"]
     if any(uses_libdevice(k, form) for k in kernels):
         head.append("from triton.language.extra import libdevice")
-    return "\n".join(head) + "\n\n\n" + "\n\n".join(helpers(kernels) + [render_triton(k, form) for k in kernels])
+    return "\n".join(head) + "\n\n\n" + "\n\n".join(helpers(kernels, form) + [render_triton(k, form) for k in kernels])
