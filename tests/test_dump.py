@@ -162,8 +162,30 @@ def test_an_unknown_tilec_logs_name_is_an_error(monkeypatch):
     from tilec.runtime import kernel as kernel_mod
 
     monkeypatch.setenv("TILEC_LOGS", "output_code,graphs")
-    with pytest.raises(ArgumentError, match="unknown graphs; it takes a comma-separated list of output_code"):
+    with pytest.raises(ArgumentError, match="unknown graphs; it takes a comma-separated list of output_code, passes"):
         kernel_mod.logs()
+    monkeypatch.setenv("TILEC_LOGS", "passes,output_code")
+    assert kernel_mod.logs() == {"passes", "output_code"}
+
+
+def test_tilec_logs_passes_prints_the_nest_after_each_pass(monkeypatch, capsys):
+    import persistent_gemm
+
+    from tilec.lower.passes import PASSES
+
+    s, _ = persistent_gemm.make()
+    program = tc.lower(s)
+    assert capsys.readouterr().err == ""  # without the switch: nothing printed
+    monkeypatch.setenv("TILEC_LOGS", "passes")
+    program = tc.lower(s)
+    err = capsys.readouterr().err
+    heads = [f"# tilec: after pass {p.__module__.rsplit('.', 1)[-1]}.{p.__name__}" for p in PASSES]
+    assert [line for line in err.splitlines() if line.startswith("# tilec: after pass")] == heads
+    assert heads[:3] == ["# tilec: after pass passes.build", "# tilec: after pass persistent.tile_loops",
+                         "# tilec: after pass fusion.compute_with"]
+    built, tiled = err.split(heads[1])[0], err.split(heads[1])[1].split(heads[2])[0]
+    assert "persistent tile loop" not in built and "persistent tile loop" in tiled  # each pass's own nest
+    assert err.rstrip().endswith(str(program).rstrip())  # the last pass's nest is the program's
 
 
 def test_kernels_are_named_after_what_they_store():

@@ -52,7 +52,6 @@ from tilec.lower.nest import (
     Param,
     ProgramId,
     Store,
-    TileId,
     Update,
     Why,
 )
@@ -128,6 +127,41 @@ def _const_extent(e: Expr, config: dict) -> int | None:
         return None
 
 
+def scalar_code(e: Expr, specialize: dict, param) -> c.Ex:
+    """A scalar size expression (sizes, knobs, ints) as an expression of a kernel's parameters: a size in
+    `specialize` is its number, another size or a knob the parameter `param(name, kind)` names."""
+    if isinstance(e, Const):
+        return c.Num(e.value)
+    if isinstance(e, SizeVar):
+        if e.name in specialize:
+            return c.Num(int(specialize[e.name]), size=e.name)
+        return c.Name(param(e.name, "size"))
+    if isinstance(e, Knob):
+        return c.Name(param(e.knob_name, "constexpr"))
+    if isinstance(e, Binary) and e.op == "cdiv":
+        return c.call("cdiv", scalar_code(e.a, specialize, param), scalar_code(e.b, specialize, param))
+    if isinstance(e, Binary) and e.op in ("*", "+", "-", "//", "%"):
+        return c.BinOp(e.op, scalar_code(e.a, specialize, param), scalar_code(e.b, specialize, param))
+    raise LoweringError(f"cannot use {e!r} as a size in generated code")
+
+
+_PARAM_KINDS = {"tensor": 0, "descriptor": 1, "size": 2, "programs": 3, "stride": 4, "constexpr": 5}
+
+
+def param_key(sched):
+    """The order of a kernel's parameters (a sort key): tensors, descriptors, sizes, the program count,
+    strides, constexprs; within a kind, sizes and tensors in the schedule's order."""
+    size_order = list(sizes_of(sched.tensors.values()))
+    tensor_order = list(sched.tensors)
+
+    def rank(p: Param):
+        if p.kind == "size" and p.name in size_order:
+            return size_order.index(p.name)
+        return tensor_order.index(p.tensor) if p.tensor in tensor_order else 0
+
+    return lambda p: (_PARAM_KINDS[p.kind], rank(p))
+
+
 class KernelBuilder(ValueEmitter):
     """Builds the loop-nest IR of the kernel whose root stage is `root`: its loops, stages and statements
     here, its values in `ValueEmitter` (tilec/lower/values.py)."""
@@ -140,7 +174,6 @@ class KernelBuilder(ValueEmitter):
         self.full_extent: dict[str, c.Ex] = {}  # a sub-tiled dim's whole extent, for the size checks
         self.warps = root.layout.warps  # the schedule's num_warps, or the plan's default for its tile
         self.unrolled = 1  # copies of the code being emitted: the product of the enclosing unrolled loops
-        self.persistent = None  # (grid variable, its statement list, its index) of a persistent grid axis
         self.params: dict[str, Param] = {}
         self.names: set[str] = set()
         self.dim_order: list[str] = []
@@ -188,19 +221,7 @@ class KernelBuilder(ValueEmitter):
 
     def scalar(self, e: Expr) -> c.Ex:
         """A scalar size expression (sizes, knobs, ints) as an expression of the kernel's parameters."""
-        if isinstance(e, Const):
-            return c.Num(e.value)
-        if isinstance(e, SizeVar):
-            if e.name in self.p.specialize:
-                return c.Num(int(self.p.specialize[e.name]), size=e.name)
-            return c.Name(self._param(e.name, "size"))
-        if isinstance(e, Knob):
-            return c.Name(self._param(e.knob_name, "constexpr"))
-        if isinstance(e, Binary) and e.op == "cdiv":
-            return c.call("cdiv", self.scalar(e.a), self.scalar(e.b))
-        if isinstance(e, Binary) and e.op in ("*", "+", "-", "//", "%"):
-            return c.BinOp(e.op, self.scalar(e.a), self.scalar(e.b))
-        raise LoweringError(f"cannot use {e!r} as a size in generated code")
+        return scalar_code(e, self.p.specialize, self._param)
 
     def factor(self, f) -> c.Ex:
         """A split factor or group size (an int, or a knob's constexpr parameter)."""
@@ -246,8 +267,6 @@ class KernelBuilder(ValueEmitter):
                 f"{a.name} -> program_id.{st.binds[a]}" for a in lay.grid)))
         for a in lay.grid:
             var = self.fresh(a.name)
-            if lay.persistent and lay.persistent[0] is a:  # build() puts what follows in the tile loop
-                self.persistent = (var, self.stmts, len(self.stmts))
             self.stmts.append(ProgramId(var, st.binds[a]))  # int64 in the int64 form (nest.py)
             leaf_val[a], level_of[a] = Val(c.Name(var), (), "int32"), -1
         if self.split is not None and self.split.mode == "partial" and x is self.root:
@@ -1056,22 +1075,6 @@ class KernelBuilder(ValueEmitter):
         return any(c.kind == "cache_write" and c.tensor is t and factor_value(c.tma, self.config)
                    for c in self.p.sched.caches)
 
-    def tile_loop(self, lay) -> None:
-        """Persistent: the statements after the grid axis's program id run in a loop over the tiles that
-        program takes (pid, pid + NUM_PROGS, ...); the launch runs min(#SMs, tiles) programs."""
-        var, stmts, n = self.persistent
-        axis, _ = lay.persistent
-        st = lay.stage
-        flatten = st.persistent_axes[axis]  # an int or a knob (a constexpr parameter)
-        flat = self.scalar(flatten) if isinstance(flatten, Knob) else c.Num(bool(flatten))
-        step = self._param("NUM_PROGS", "programs")
-        tile = self.fresh("tile")
-        loop = For(tile, self.scalar(axis.extent), "persistent", None,
-                   f"{st.name}.{axis.name}: persistent tile loop, {step} programs (min(#SMs, tiles))",
-                   step=c.Name(step), flatten=flat)
-        loop.body = [TileId(var, tile)] + stmts[n + 1:]
-        stmts[n:] = [loop]
-
     # -- the kernel -----------------------------------------------------------------------------
     def build(self) -> KernelIR:
         body: list = []
@@ -1087,18 +1090,7 @@ class KernelBuilder(ValueEmitter):
             grid[self.split.dim] = self.split.parts_expr
             ndim = max(ndim, self.split.dim + 1)
         grid = grid[:ndim]
-        kinds = {"tensor": 0, "descriptor": 1, "size": 2, "programs": 3, "stride": 4, "constexpr": 5}
-        size_order = list(sizes_of(self.p.sched.tensors.values()))
-        tensor_order = list(self.p.sched.tensors)
-
-        def rank(p: Param):
-            if p.kind == "size" and p.name in size_order:
-                return size_order.index(p.name)
-            return tensor_order.index(p.tensor) if p.tensor in tensor_order else 0
-
-        if self.persistent:
-            self.tile_loop(lay)
-        params = sorted(self.params.values(), key=lambda p: (kinds[p.kind], rank(p)))
+        params = sorted(self.params.values(), key=param_key(self.p.sched))
         mine = set(self.stages) | self.inlined | self.caches_here | {f"{n}_local" for n in self.stages}
         log = [step.text for step in self.p.sched.trace if step.stages & mine]  # the steps about its stages
         name = (f"{self.root.name}_partial_kernel" if self.part is not None  # split_k: its parts' sums
@@ -1113,5 +1105,6 @@ class KernelBuilder(ValueEmitter):
         return KernelIR(
             name=name, root=self.root.name, stages=self.stages, params=params,
             grid=grid, grid_text=[self.text(g) for g in grid], body=body, header=header, num_warps=warps,
-            outputs=self.stores, inputs=self.loads, persistent=self.persistent is not None,
-            fp_fusion=any(n in self.p.plan.online for n in self.stages), config=dict(self.config))
+            outputs=self.stores, inputs=self.loads,
+            fp_fusion=any(n in self.p.plan.online for n in self.stages), config=dict(self.config),
+            names=frozenset(self.names))

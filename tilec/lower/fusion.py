@@ -130,3 +130,41 @@ def fuse(kernel: KernelIR, first: str, second: str, what: str) -> KernelIR:
     body[lo:hi + 1] = before + [fused] + after
     return kernel
 
+
+# -- the pass ---------------------------------------------------------------------------------
+
+def compute_with(kernels: list[KernelIR], program) -> list[KernelIR]:
+    """Each kernel with its compute_with stages' outermost loops fused into the loops they name."""
+    return [_compute_with(k, program) for k in kernels]
+
+
+def _compute_with(kernel: KernelIR, program) -> KernelIR:
+    for name in kernel.stages:  # compute_with: a stage's outermost loop joins another stage's loop
+        st = program.sched.stages[name]
+        if st.fused_with is not None:
+            other, axis = st.fused_with
+            what = f"compute_with({name}, {other.name}.{axis.name})"
+            if _runs_once(program, st) and _runs_once(program, other):
+                continue  # both loops run once at these sizes: the two bodies are one block already
+            own = _outermost_loop(program, st, what)
+            if _outermost_loop(program, other, what) != axis.name:
+                raise LoweringError(f"{what}: {axis.name} is not {other.name}'s outermost loop (that is "
+                                    f"{_outermost_loop(program, other, what)}); compute_with fuses the outermost "
+                                    f"loops of two stages placed at the same loop")
+            kernel = fuse(kernel, f"{other.name}.{axis.name}", f"{name}.{own}", what)
+    return kernel
+
+
+def _runs_once(program, st) -> bool:
+    """Whether stage st's loops all run once here (single leaves: no loop to fuse)."""
+    lay = program.plan.placed[st.name].layout if st.name in program.plan.placed else None
+    return lay is not None and not lay.loops and bool(lay.singles)
+
+
+def _outermost_loop(program, st, what: str) -> str:
+    """The name of the outermost serial loop of stage `st` in its kernel (a LoweringError if none)."""
+    loops = program.plan.placed[st.name].layout.loops if st.name in program.plan.placed else []
+    if not loops:
+        raise LoweringError(f"{what}: {st.name} has no serial loop to fuse (its loops are tiles or grid "
+                            f"axes); split its reduction axis and keep the outer part as a loop")
+    return loops[0].name

@@ -213,6 +213,7 @@ class KernelIR:
     # x * log2(e) and a scaled score minus the max fuse); every other kernel rounds each operation as written
     fp_fusion: bool = False
     config: dict = field(default_factory=dict)  # knob name -> value: the constexpr parameters' values
+    names: frozenset = frozenset()  # every name the build gave out (a pass's new name avoids them)
 
     @property
     def descriptors(self) -> list[Param]:

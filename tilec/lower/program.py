@@ -13,7 +13,7 @@ from tilec.errors import ArgumentError, LoweringError
 from tilec.ir.expr import Const
 from tilec.ir.knob import Knob, factor_value, resolve_config
 from tilec.ir.tensor import Tensor
-from tilec.lower import fusion, subtiles
+from tilec.lower import passes, subtiles
 from tilec.lower.builder import KernelBuilder
 from tilec.lower.nest import KernelIR
 from tilec.lower.nest_printer import render_nest
@@ -76,7 +76,7 @@ class Program:
                 raise LoweringError(f"{st.name}.split_k({st.k_split[0].name}): {st.name} is computed inside another "
                                     f"stage's kernel (compute_at or inline); split-K splits a kernel's root stage: "
                                     f"compute_root({st.name}), or place its consumers in its loops instead")
-        self.kernels: list[KernelIR] = [k for root in self.plan.kernels for k in self._kernels(root)]
+        self.kernels: list[KernelIR] = passes.run(self)  # the build, then each rewrite (lower/passes.py)
         self._source = None
 
     def _kernels(self, root) -> list[KernelIR]:
@@ -138,39 +138,11 @@ class Program:
     def _kernel(self, root, split=None) -> KernelIR:
         """The loop-nest IR of one kernel; a sub-tiled tile is built piece by piece and merged (subtiles.py)."""
         if root.layout.subtiled is None:
-            kernel = KernelBuilder(self, root, split=split).build()
-        else:
-            axis, extent = root.layout.subtiled
-            builds = [KernelBuilder(self, root, piece=(axis, start, length), split=split).build()
-                      for start, length in subtiles.pieces(extent)]
-            kernel = subtiles.merge(builds, axis.name, extent)
-        for name in kernel.stages:  # compute_with: a stage's outermost loop joins another stage's loop
-            st = self.sched.stages[name]
-            if st.fused_with is not None:
-                other, axis = st.fused_with
-                what = f"compute_with({name}, {other.name}.{axis.name})"
-                if self._runs_once(st) and self._runs_once(other):
-                    continue  # both loops run once at these sizes: the two bodies are one block already
-                own = self._outermost_loop(st, what)
-                if self._outermost_loop(other, what) != axis.name:
-                    raise LoweringError(f"{what}: {axis.name} is not {other.name}'s outermost loop (that is "
-                                        f"{self._outermost_loop(other, what)}); compute_with fuses the outermost "
-                                        f"loops of two stages placed at the same loop")
-                kernel = fusion.fuse(kernel, f"{other.name}.{axis.name}", f"{name}.{own}", what)
-        return kernel
-
-    def _runs_once(self, st) -> bool:
-        """Whether stage st's loops all run once here (single leaves: no loop to fuse)."""
-        lay = self.plan.placed[st.name].layout if st.name in self.plan.placed else None
-        return lay is not None and not lay.loops and bool(lay.singles)
-
-    def _outermost_loop(self, st, what: str) -> str:
-        """The name of the outermost serial loop of stage `st` in its kernel (a LoweringError if none)."""
-        loops = self.plan.placed[st.name].layout.loops if st.name in self.plan.placed else []
-        if not loops:
-            raise LoweringError(f"{what}: {st.name} has no serial loop to fuse (its loops are tiles or grid "
-                                f"axes); split its reduction axis and keep the outer part as a loop")
-        return loops[0].name
+            return KernelBuilder(self, root, split=split).build()
+        axis, extent = root.layout.subtiled
+        builds = [KernelBuilder(self, root, piece=(axis, start, length), split=split).build()
+                  for start, length in subtiles.pieces(extent)]
+        return subtiles.merge(builds, axis.name, extent)
 
     @property
     def target(self) -> str:

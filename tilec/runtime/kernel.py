@@ -35,12 +35,13 @@ def cache_dir() -> Path:
     return d
 
 
-LOGS = ("output_code",)  # what TILEC_LOGS may name (comma-separated), as TORCH_LOGS does
+LOGS = ("output_code", "passes")  # what TILEC_LOGS may name (comma-separated), as TORCH_LOGS does
 
 
 def logs() -> set[str]:
     """The TILEC_LOGS switches set: `TILEC_LOGS=output_code` prints each generated module and its path as
-    it is built (to stderr). An unknown name is an error, not silence."""
+    it is built, `passes` the loop nest after each lowering pass (tilec/lower/passes.py), both to stderr.
+    An unknown name is an error, not silence."""
     names = {n.strip() for n in os.environ.get("TILEC_LOGS", "").split(",") if n.strip()}
     unknown = sorted(names - set(LOGS))
     if unknown:

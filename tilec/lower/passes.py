@@ -1,0 +1,56 @@
+"""Lowering's pass list (Halide's `src/Lower.cpp` is the model): the analysis (plan, legality, masks) is
+done by the time `Program` runs these; each pass takes the kernels built so far (a list of `KernelIR`,
+in launch order) and the `Program` (its plan, schedule, config and size facts) and returns the kernels
+it makes of them. `PASSES` is the sequence, in order, in this one place.
+
+A new kernel-level rewrite is a new file in tilec/lower with a function `(kernels, program) -> kernels`
+and a docstring saying what it does, plus one line in `PASSES`. A pass rewrites copies of the statement
+lists it changes (`persistent.copy_body`), never the kernels it was given, and gives new names that
+avoid `KernelIR.names` and every name the kernel defines.
+
+`TILEC_LOGS=passes` prints the loop nest of every kernel after each pass (to stderr, under the pass's
+name), as `print(tc.lower(...))` does at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from tilec.lower import fusion, persistent
+from tilec.lower.nest import KernelIR
+from tilec.lower.nest_printer import render_nest
+
+
+def build(kernels: list[KernelIR], program) -> list[KernelIR]:
+    """The loop-nest IR of each root stage's kernel, in launch order (`KernelBuilder`, builder.py): its
+    loops, the stages placed in them, their values. A sub-tiled tile (a 192-wide tile) is built once per
+    power-of-two piece and the builds merged (subtiles.py); a split_k root is two kernels, the partial
+    sums and their combine (`Program._split_k`). The online rewrite of a loop's statistics (`online`) and
+    split_k's loops are emitted by the builder as it walks the loops."""
+    return kernels + [k for root in program.plan.kernels for k in program._kernels(root)]
+
+
+PASSES = [
+    build,                  # the nest of each kernel (sub-tiles: a build per piece, merged; split_k: two kernels)
+    persistent.tile_loops,  # persistent grid axes: the statements after their program id in a tile loop
+    fusion.compute_with,    # compute_with: a stage's outermost loop fused into the sibling loop it names
+]
+
+
+def run(program) -> list[KernelIR]:
+    """The kernels of `program`: each pass of `PASSES` in turn, from none."""
+    kernels: list[KernelIR] = []
+    show = "passes" in _logs()
+    for step in PASSES:
+        kernels = step(kernels, program)
+        if show:
+            text = "".join(render_nest(k) for k in kernels)
+            print(f"# tilec: after pass {step.__module__.rsplit('.', 1)[-1]}.{step.__name__}\n{text}",
+                  file=sys.stderr)
+    return kernels
+
+
+def _logs() -> set[str]:
+    """The TILEC_LOGS names (runtime.kernel.logs checks them; lowering cannot import the runtime)."""
+    return {n.strip() for n in os.environ.get("TILEC_LOGS", "").split(",") if n.strip()}
