@@ -12,7 +12,10 @@ A sum of a product whose operands cover (m, k) and (k, n) tiles becomes a `Dot` 
 accumulator; other reductions become a sum, max or min over the reduce tile dimension, masked with
 the reduction's identity. Stages placed with compute_at are emitted inside the loop they were placed
 at: producers before the rest of the loop body, consumers after it. The values inside (expressions,
-loads, broadcasting) are written by `ValueEmitter` (tilec/lower/values.py).
+loads, broadcasting) are written by `ValueEmitter` (tilec/lower/values.py). Its other parts are mixins,
+each in its own file: a reduction's accumulator and steps (reductions.py), the online rewrite of a loop's
+statistics (online.py), split_k's partial and combine kernels (split_k.py), cache_read's loads (caches.py).
+The rewrites of the built IR are passes (passes.py).
 """
 
 from __future__ import annotations
@@ -24,81 +27,37 @@ from tilec.errors import ArgumentError, LoweringError
 from tilec.ir import dtypes
 from tilec.ir.expr import (
     Binary,
-    Cast,
     Const,
     Expr,
     IterVar,
-    Load,
-    Reduce,
     SizeVar,
     evaluate,
     size_text,  # noqa: I001
     substitute,
-    walk,
 )
 from tilec.ir.knob import Knob, factor_value
 from tilec.ir.tensor import sizes_of
 from tilec.lower import code as c
 from tilec.lower import targets
+from tilec.lower.caches import CacheReads
 from tilec.lower.nest import (
-    AccInit,
     Assign,
     Barrier,
     Comment,
-    Dot,
     For,
     KernelIR,
     Note,
     Param,
     ProgramId,
     Store,
-    Update,
-    Why,
 )
-from tilec.lower.nest import Load as LoadTile
 from tilec.lower.nest_printer import show
-from tilec.lower.values import AxisVal, Val, ValueEmitter, _where, castable
+from tilec.lower.online import OnlineLoop
+from tilec.lower.reductions import Reductions, compute_text
+from tilec.lower.split_k import SplitKParts
+from tilec.lower.values import AxisVal, Val, ValueEmitter, castable
 from tilec.plan.placement import Placed
 from tilec.schedule.schedule import Fuse, Split, Stage
-
-_IDENTITY = {"sum": c.Num(0), "max": c.Num(float("-inf")), "min": c.Num(float("inf"))}
-
-
-def compute_text(t) -> str:
-    """The compute a stage's code comes from, as the user wrote it: `Y[i, j] = silu(C[i, j])`."""
-    return f"{t.name}[{', '.join(a.name for a in t.axis)}] = {t.body!r}"
-
-
-_IDENTITY_INT = {"sum": c.Num(0), "max": c.Num(-2147483648), "min": c.Num(2147483647)}
-
-
-def _is_product(e) -> bool:
-    """`e` is a multiplication, under any casts."""
-    while isinstance(e, Cast):
-        e = e.a
-    return isinstance(e, Binary) and e.op == "*"
-
-
-def _linear(terms: list) -> c.Ex:
-    """The sum of `terms` ((coefficient, expression or None for the number 1) pairs), left to right, the
-    first one's sign on it: -2 * x + y - 1."""
-    out = None
-    for coef, e in terms:
-        if e is None:
-            term, neg = c.Num(abs(coef)), coef < 0
-        else:
-            term, neg = (e if abs(coef) == 1 else c.BinOp("*", c.Num(abs(coef)), e)), coef < 0
-        if out is not None:
-            out = c.BinOp("-" if neg else "+", out, term)
-        elif not neg:
-            out = term
-        elif e is None:
-            out = c.Num(coef)
-        elif abs(coef) == 1:
-            out = c.UnaryOp("-", e)
-        else:
-            out = c.BinOp("*", c.Num(coef), e)
-    return out
 
 
 def _may_overrun(st: Stage, axis: IterVar, config: dict) -> bool:
@@ -162,9 +121,10 @@ def param_key(sched):
     return lambda p: (_PARAM_KINDS[p.kind], rank(p))
 
 
-class KernelBuilder(ValueEmitter):
+class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, ValueEmitter):
     """Builds the loop-nest IR of the kernel whose root stage is `root`: its loops, stages and statements
-    here, its values in `ValueEmitter` (tilec/lower/values.py)."""
+    here, its values in `ValueEmitter` (tilec/lower/values.py), its reductions, online loops, split_k
+    kernels and cache_reads in the mixins it inherits."""
 
     def __init__(self, program, root: Placed, piece=None, split=None):
         self.p, self.root_placed, self.root, self.config = program, root, root.stage, program.config
@@ -415,99 +375,6 @@ class KernelBuilder(ValueEmitter):
                                         op="", lhs=("barrier",))))
                 self.materialized.add(other.name)
 
-    def emit_cache(self, c: Stage, x: Stage, level: int, out: list) -> None:
-        """A cache_read placed here (x's loop `level`): load now the tiles of the cached tensor that its
-        readers use. A reader computed further in (placed in x's loops, directly or through others) gets its
-        tile here when every index of it is known here: the axes it takes from x's loops down to this one,
-        and its own axes where each is one tile over its whole extent (no loop of its own runs over them);
-        its load later finds that tile (the same elements: `shared_load`)."""
-        saved, self.stmts = self.stmts, out
-        tma = bool(factor_value(c.tma, self.config))
-        for reader in c.readers:
-            nodes = [n for n in walk(reader.tensor.body) if isinstance(n, Load) and n.tensor is c.tensor]
-            out.append(Comment(f"{c.name}: tile of {c.tensor.name} read by {reader.name}, loaded here"))
-            if reader is x:
-                env = self.env[x.name]
-                for node in nodes:
-                    key = ("load", x.name, repr(node))
-                    if key in self.scopes[-1]:
-                        continue
-                    late = [i.name for i in node.indices for i in walk(i)
-                            if isinstance(i, IterVar) and i in env and env[i].level > level]
-                    missing = [i.name for i in node.indices for i in walk(i) if isinstance(i, IterVar) and i not in env]
-                    if late or missing:
-                        raise LoweringError(
-                            f"{c.name} is placed where the tile of {node!r} is not yet known: its index "
-                            f"{', '.join(late or missing)} changes in a loop inside that place; place {c.name} at "
-                            f"that loop instead")
-                    self.scopes[-1][key] = self.emit_load(node, x, f"{c.tensor.name.lower()}_tile", tma=tma)
-                continue
-            placed = self.p.plan.placed.get(reader.name)
-            if placed is None or not self._inside(placed, x):
-                raise LoweringError(f"{c.name} is placed in {x.name}'s loop, but its reader {reader.name} is not "
-                                    f"computed inside {x.name}'s loops; place {c.name} in a loop of {reader.name} or "
-                                    f"of the stage {reader.name} is computed at")
-            before = self.env.get(reader.name)
-            env = self.env[reader.name] = {}
-            try:
-                for node in nodes:
-                    for i in node.indices:
-                        for a in walk(i):
-                            if isinstance(a, IterVar) and a not in env:
-                                v = self._hoisted_axis(placed, a, x, level, out)
-                                if v is None:
-                                    raise LoweringError(
-                                        f"{c.name} is placed where the tile of {node!r} is not yet known: {reader.name}'s "
-                                        f"index {a.name} changes in a loop inside that place (of {reader.name}'s or "
-                                        f"of the stages it is computed in); place {c.name} at that loop instead")
-                                env[a] = v
-                    v = self.emit_load(node, reader, f"{c.tensor.name.lower()}_tile", tma=tma)
-                    self._remember_load(node, reader, v)
-            finally:
-                if before is None:
-                    del self.env[reader.name]
-                else:
-                    self.env[reader.name] = before
-        self.stmts = saved
-
-    def _inside(self, placed: Placed, x: Stage) -> bool:
-        """Whether `placed` is computed in x's loops (directly, or in a stage that is)."""
-        t = placed.target
-        while t is not None:
-            if t.stage is x:
-                return True
-            t = t.target
-        return False
-
-    def _hoisted_axis(self, p: Placed, a: IterVar, x: Stage, level: int, out: list) -> AxisVal | None:
-        """Stage p's axis `a` as known at x's loop `level`, where p runs further in; None where a loop inside
-        that place changes it. An axis p takes from x's loops is x's (defined at `level` or above); one p
-        takes from a stage in between is that stage's; p's own axis is defined here if it is one tile over
-        its whole extent."""
-        if a in p.bound:
-            if p.target.stage is x:
-                v = self.env[x.name].get(p.bound[a])
-                return v if v is not None and v.level <= level else None
-            return self._hoisted_axis(p.target, p.bound[a], x, level, out)
-        tile = self.p.plan._tile(p, a)
-        if tile is None:
-            return None
-        lay = p.layout
-        split = next(r for r in lay.stage.relations if isinstance(r, Split) and r.parent is a)
-        dim = self.fresh(split.inner.name)
-        self.dim_order.append(dim)
-        self.dim_extent[dim] = self.scalar(split.factor) if isinstance(split.factor, Knob) else c.Num(tile[0])
-        value = c.call("arange", 0, self.dim_extent[dim])
-        name = self.fresh(f"offs_{a.name}")
-        out.append(Assign(name, value))
-        masked = self.p.masks[p.name][a]
-        mask = None
-        if masked:
-            mask = self.fresh(f"mask_{a.name}")
-            out.append(Assign(mask, c.BinOp("<", c.Name(name), self.scalar(a.extent))))
-        return AxisVal(c.Name(name), (dim,), level, c.Name(mask) if mask else None, c.Num(0),
-                       self._canon(value, (dim,), a, masked, []))
-
     def _canon(self, code: c.Ex, dims, axis: IterVar, masked: bool, guards) -> tuple:
         """What an axis's offsets and mask are, whatever their names (`AxisVal.canon`): two axes of one canon
         (in two stages: a row of X read by a max, a sum and a division) read one tile of a tensor. A knob's
@@ -568,207 +435,6 @@ class KernelBuilder(ValueEmitter):
             return
         self._loop(placed, loop_vars, defs, define, n, out, inner)
 
-    # -- the online rewrite (tilec/ir/online.py) --------------------------------------------------
-    def online_init(self, placed: Placed, out: list, looped: bool) -> dict:
-        """The accumulators of the statistics `placed`'s loop carries (online), beside its own: the running
-        max at -inf, each sum at 0, laid out over the target's tiles of their axes."""
-        x = placed.stage
-        form = self.p.plan.online[x.name]
-        env = self.env[x.name]
-        out.append(Comment(f"{', '.join(t.name for t in form.stats)}: online statistics of {x.name}'s loop "
-                           + ("(a running max; the sums rescaled by exp(max_old - max_new) as it grows)"
-                              if looped else "(its loop runs once here: one tile, nothing to rescale)")))
-        accs = {}
-        for st in placed.online:
-            t = st.stage.tensor
-            axes = form.members[t.name].axes
-            self.env[t.name] = {a: env[b] for a, b in axes.items() if b in env}  # spatial: the target's
-            self.placed[t.name] = st
-            self.stages.append(t.name)
-            dims = self._order({d for a in t.axis for d in self.env[t.name][a].dims})
-            name = self.fresh(f"acc_{t.name}")
-            init = _IDENTITY[t.body.op]
-            out.append(Comment(compute_text(t)))
-            out.append(AccInit(name, self.shape(dims), init, "float32",
-                               Note((init, f"  # float32 running {t.body.op} of {t.name}"), dims)))
-            accs[t.name] = (name, dims, "float32")
-        if looped and form.mask is not None and factor_value(x.online_skip, self.config) and self.split is None:
-            saved, self.stmts = self.stmts, out  # the bounds go here, before the loop (fuzz seed 8201491)
-            self._online_bounds(placed, form, out)  # (split_k: every tile of the chunk, masked)
-            self.stmts = saved
-        return accs
-
-    def _online_bounds(self, placed: Placed, form, out: list) -> None:
-        """Where the max's operand is where(cond, x, -inf) with cond linear in the axes: the tiles of the
-        online loop where cond holds somewhere (the others add each member's identity) and those where it
-        holds everywhere (no mask needed), from cond at the tile's corners; the loop then runs as up to
-        three loops in order: masked, unmasked, masked. Nothing is done where cond is not of that form."""
-        from tilec.ir.online import inequalities
-        x, lay = placed.stage, placed.layout
-        (j,) = x.tensor.body.axes
-        loops = [n for n, leaf in enumerate(lay.loops) if j in lay.origin[leaf]]
-        split = next((r for r in lay.stage.relations if isinstance(r, Split) and r.parent is j), None)
-        ineqs = inequalities(form.mask)
-        if ineqs is None or len(loops) != 1 or split is None or lay.loops[loops[0]] is not split.outer \
-                or split.inner not in lay.tiles:
-            return
-        env = self.env[x.name]
-        bn = self.factor(split.factor)
-
-        def corner(a, high: bool) -> c.Ex | None:
-            """The least (or greatest) value of axis a over the tile, or None if it is not a block."""
-            if isinstance(a, SizeVar):
-                return self.scalar(a)
-            v = env.get(a)
-            if v is None:
-                return None
-            if not v.dims:
-                return v.code
-            if v.block is None or len(v.dims) != 1:
-                return None
-            return c.BinOp("-", c.BinOp("+", v.block, self.dim_extent[v.dims[0]]), c.Num(1)) if high else v.block
-
-        def total(rest: dict, high: bool, sign: int, plus: list) -> c.Ex | None:
-            """sign * (the linear `rest`'s least (high=False) or greatest value over the tile), then the terms
-            `plus` ((coefficient, expression) pairs), added left to right."""
-            const = sign * rest.get(None, 0)
-            terms = []
-            for k, coef in rest.items():
-                if k is None:
-                    continue
-                v = corner(k, high == (coef > 0))
-                if v is None:
-                    return None
-                terms.append((coef * sign, v))
-            if const:
-                terms.append((const, None))
-            return _linear(terms + plus)
-
-        uppers, lowers, full_hi, full_lo, whole = [], [], [], [], True
-        for q in ineqs:
-            cj = q.get(j, 0)
-            if cj not in (-1, 0, 1):
-                return
-            rest = {k: v for k, v in q.items() if k is not j}
-
-            if cj == 1:    # j <= -rest: tiles from the first, up to the last whose first (every) j is <= -rest
-                hi_t, full_t = total(rest, False, -1, [(1, bn)]), total(rest, True, -1, [(1, None)])
-                if hi_t is None or full_t is None:
-                    return
-                uppers.append(c.BinOp("//", c.call("maximum", hi_t, 0), bn))
-                full_hi.append(c.BinOp("//", c.call("maximum", full_t, 0), bn))
-            elif cj == -1:  # j >= rest
-                lo_t, full_t = total(rest, False, 1, [(0, None)]), total(rest, True, 1, [(1, bn), (-1, None)])
-                if lo_t is None or full_t is None:
-                    return
-                lowers.append(c.BinOp("//", c.call("maximum", lo_t, 0), bn))
-                full_lo.append(c.BinOp("//", c.call("maximum", full_t, 0), bn))
-            elif total(rest, False, 1, []) is None:
-                return
-            else:
-                whole = False  # holds or not for the whole tile alike: no tile known unmasked
-        if not uppers and not lowers:
-            return
-        n = self.scalar(lay.loops[loops[0]].extent)
-
-        def fold(op, items):
-            out_ = items[0]
-            for it in items[1:]:
-                out_ = c.call(op, out_, it)
-            return out_
-        name = lay.loops[loops[0]].name
-        cond = repr(form.mask)
-        out.append(Comment(f"{x.name}.{name}: only the tiles where {cond} holds somewhere; unmasked where it holds "
-                           f"everywhere (the other tiles add nothing: exp(-inf) = 0)"))
-        lo = self.emit_stmt(f"{name}_lo", fold("maximum", lowers)) if lowers else c.Num(0)
-        hi = self.emit_stmt(f"{name}_hi", fold("minimum", uppers + [n])) if uppers else n
-        pieces = []
-        if whole:
-            f_lo = self.emit_stmt(f"{name}_full_lo", fold("minimum", [fold("maximum", full_lo + [lo]), hi])
-                                  if full_lo else lo)
-            f_hi = self.emit_stmt(f"{name}_full_hi", fold("maximum", [fold("minimum", full_hi + [hi]), f_lo])
-                                  if full_hi else hi)
-            if full_lo:
-                pieces.append((lo, f_lo, set(), f"tiles where {cond} holds in part (masked)"))
-            pieces.append((f_lo, f_hi, {cond}, f"tiles where {cond} holds everywhere (unmasked)"))
-            if full_hi:
-                pieces.append((f_hi, hi, set(), f"tiles where {cond} holds in part (masked)"))
-        else:
-            pieces.append((lo, hi, set(), f"tiles where {cond} holds somewhere (masked)"))
-        self.online_pieces[x.name] = (loops[0], pieces)
-
-    def online_update(self, placed: Placed, acc, accs: dict, out: list) -> None:
-        """One tile of the online loop: the tile's max and the new running max; each sum (and the target)
-        rescaled by exp(max_old - max_new) and given the tile's terms exp(X - max_new) * ...; the max
-        taken last. Where the max is still -inf (all of it masked so far) the exponents use 0: the terms
-        are 0 and nothing is rescaled into NaN."""
-        x = placed.stage
-        form = self.p.plan.online[x.name]
-        env = self.env[x.name]
-        red: Reduce = x.tensor.body
-        looped = placed.layout.first_reduce < len(placed.layout.loops)  # reduction loops, not just any loop
-        rdims = self._order({d for a in red.axes for d in env[a].dims})
-        m = form.max
-        m_acc, m_dims, _ = accs[m.name]
-        saved, self.stmts = self.stmts, out
-        self.fold = self.piece_fold  # the mask, in the target's axes, where it holds on the whole tile
-        tile = self.tile_part(x, Reduce("max", form.members[m.name].body, red.axes, "float32"), m_dims, rdims,
-                              "float32", name=m.name)
-        tile = self.emit_stmt(f"tile_{m.name}", tile) if not isinstance(tile, c.Name) else tile
-        new = self.emit_stmt(f"{m.name}_new", c.call("maximum", c.Name(m_acc), tile, nan=True),
-                             Note(("max(", c.Name(m_acc), f", max over tile [{', '.join(rdims)}] of "
-                                   f"{form.members[m.name].body!r})"), m_dims))
-        safe, alpha = new, None  # one tile: a max of -inf makes the row NaN, as the naive compute does
-        if looped:
-            out.append(Comment("a max still -inf subtracts 0 instead: exp(-inf - -inf) would be NaN"))
-            safe = self.emit_stmt(f"{m.name}_safe", _where(c.BinOp("==", new, c.Num(float("-inf"))), c.Num(0.0), new))
-            alpha = Val(self.emit_stmt(f"alpha_{m.name}", c.call("exp", c.BinOp("-", c.Name(m_acc), safe)),
-                                       Note(("exp(", c.Name(m_acc), " - ", new, ")"))), m_dims, "float32")
-        # the members read the max as its running value
-        axes = form.members[m.name].axes
-        self.scopes[-1][m.name] = (Val(safe, m_dims, "float32"), [env[axes[a]].code for a in m.axis],
-                                   [(env[axes[a]].canon, env[axes[a]].dims) for a in m.axis])
-        for t in form.sums:
-            self.update(x, accs[t.name], out, Reduce("sum", form.members[t.name].body, red.axes, "float32"), alpha)
-        body = form.members[x.name].body
-        self.update(x, acc, out, Reduce("sum", body, red.axes, red.dtype), alpha)
-        out.append(Update(m_acc, new, Note((new,), m_dims)))
-        self.fold = set()
-        self.stmts = saved
-
-    def online_finish(self, placed: Placed, accs: dict, result: Val, out: list, looped: bool,
-                      guarded: bool | None = None) -> Val:
-        """After the online loop: each statistic's final value (rounded, stored, kept for its readers), and
-        the target's sum divided by the sum statistics it divides by. `guarded` (default: `looped`): the
-        sums were computed with the -inf guard (a loop, or split_k's merge), so where the final max is
-        -inf (every term exp(-inf - -inf), NaN as written) they are made NaN, as the naive compute has them."""
-        x = placed.stage
-        form = self.p.plan.online[x.name]
-        guarded = looped if guarded is None else guarded
-        m_acc, m_dims, _ = accs[form.max.name]
-        nan_where = None
-        if guarded:
-            out.append(Comment("a row whose max is -inf: every term is exp(-inf - -inf), NaN as written"))
-            saved, self.stmts = self.stmts, out
-            nan_where = Val(self.emit_stmt(f"{form.max.name}_none", c.BinOp("==", c.Name(m_acc), c.Num(float("-inf")))),
-                            m_dims, "bool")
-            self.stmts = saved
-        for st in placed.online:
-            t = st.stage.tensor
-            name, dims, dtype = accs[t.name]
-            value = c.BinOp("+", c.Name(name), c.Num(0.0)) if looped else c.Name(name)  # one use of a loop's result
-            if nan_where is not None and t is not form.max:
-                value = _where(self.expand(nan_where, dims), c.Num(float("nan")), value)
-            out.append(Comment(f"{t.name} computed in {x.name}'s loop (online)"))
-            self.finish(st.stage, Val(value, dims, dtype), out)
-        if nan_where is not None:
-            result = Val(_where(self.expand(nan_where, result.dims), c.Num(float("nan")), result.code),
-                         result.dims, result.dtype)
-        for t in form.members[x.name].divisors:
-            val = self.in_scope(t.name)[0]
-            result = Val(c.BinOp("/", result.code, self.expand(val, result.dims)), result.dims, result.dtype)
-        return result
-
     def _loop(self, placed, loop_vars, defs, define, n, out, inner, piece=None) -> None:
         """Loop n of a stage: offsets it defines, what is placed in it, the inner part, consumers. `piece`:
         (start, end, what): the loop over that range only (an online loop's tiles, `online_pieces`)."""
@@ -815,137 +481,6 @@ class KernelBuilder(ValueEmitter):
         env = self.env[x.name]
         return self._order({d for a in x.tensor.axis for d in env[a].dims})
 
-    def acc_init(self, x: Stage, out: list):
-        red: Reduce = x.tensor.body
-        dims = self.spatial_dims(x)
-        self._check_tile_numel(x, dims)
-        name = self.fresh(f"acc_{x.name}")
-        is_f = dtypes.is_float(red.dtype)
-        init = (_IDENTITY if is_f else _IDENTITY_INT)[red.op]
-        out.append(Comment(compute_text(x.tensor)))
-        out.append(AccInit(name, self.shape(dims), init, red.dtype,
-                           Note((init, f"  # {red.dtype} accumulator of {x.name}"), dims)))
-        return name, dims, red.dtype
-
-    def update(self, x: Stage, acc, out: list, red: Reduce | None = None, rescale: Val | None = None) -> None:
-        """The innermost step of a reduction: fold this tile of the body into the accumulator. `red`: the
-        reduction to fold (default: the stage's own; online: its rewritten summand); `rescale`: a factor
-        the accumulator is multiplied by first (online: exp(m_old - m_new))."""
-        name, sdims, acc_dtype = acc
-        red = red if red is not None else x.tensor.body
-        env = self.env[x.name]
-        rdims = self._order({d for a in red.axes for d in env[a].dims})
-        saved, self.stmts = self.stmts, out
-        if rescale is not None:
-            out.append(Update(name, c.BinOp("*", c.Name(name), self.expand(rescale, sdims)),
-                              Note((rescale.code, "  # the running max grew"), sdims, "*=")))
-        dot = self.try_dot(x, red, sdims, rdims, name, out)
-        if not dot:
-            body = self.tile_part(x, red, sdims, rdims, acc_dtype)
-            kw = {"nan": True} if red.op != "sum" and dtypes.is_float(acc_dtype) else {}
-            part = self.expand(Val(body, sdims, acc_dtype), sdims, full=True)
-            value = c.BinOp("+", c.Name(name), part) if red.op == "sum" else \
-                c.call(f"{red.op}imum", c.Name(name), part, **kw)
-            over = f"  over tile [{', '.join(rdims)}]"
-            note = Note((f"{red.body!r}{over}",), sdims, "+=") if red.op == "sum" else \
-                Note((f"{red.op}(", c.Name(name), f", {red.body!r}){over}"), sdims)
-            out.append(Update(name, value, note))
-        self.stmts = saved
-
-    def tile_part(self, x: Stage, red: Reduce, sdims, rdims, acc_dtype: str, name: str | None = None):
-        """The reduction of this tile of `red`'s body over its reduce dims (masked with the identity where the
-        reduce axes overrun; a max/min that meets a NaN is NaN), laid out over `sdims`, in `acc_dtype`.
-        `name`: whose tile value it is (default: stage x's)."""
-        env = self.env[x.name]
-        loads: dict = {}
-        v = self.emit(red.body, x, loads)
-        if v.dtype != acc_dtype:  # tl.sum of bools is uint32 on the GPU: sum in the accumulator type
-            v = Val(c.Cast(v.code, acc_dtype), v.dims, acc_dtype)
-        full = self._order(set(sdims) | set(rdims))
-        self._check_tile_numel(x, full)
-        body = self.expand(v, full, full=True)
-        masks = [Val(env[a].mask, env[a].dims, "bool") for a in red.axes if env[a].mask]
-        if (red.op == "sum" and dtypes.is_float(acc_dtype) and len(full) >= 3 and not masks
-                and _is_product(red.body)):
-            # Triton rewrites sum(x[:, :, None] * y[None, :, :], axis=1) into a TF32 tl.dot, which
-            # is wrong for a k tile narrower than its instruction (fuzz seed 900441): not a bare product
-            self.stmts.append(Why("tf32_sum"))
-            body = c.BinOp("+", body, c.Num(0.0))
-        if masks:
-            m = self.combine(c.all_of, masks, "bool")
-            ident = (_IDENTITY if dtypes.is_float(acc_dtype) else _IDENTITY_INT)[red.op]
-            body = _where(self.expand(m, full), body, ident)
-        nan = red.op != "sum" and dtypes.is_float(acc_dtype)
-        for d in sorted(rdims, key=full.index, reverse=True):
-            if nan:  # the plain max/min skip NaN; torch's amax/amin return it: a reduction whose combine keeps it
-                body = c.call("reduce", body, axis=full.index(d), op=red.op)
-            else:
-                body = c.call(red.op, body, axis=full.index(d))
-        if nan:
-            self.stmts.append(Why("nan_reduce", red.op))
-            body = self.emit_stmt(f"tile_{name or x.name}", body)
-        if acc_dtype not in ("float32", "int32"):  # Python numbers in where() widen to float32 / int32
-            body = c.To(body, acc_dtype)
-        return body
-
-    def try_dot(self, x, red, sdims, rdims, acc, out) -> bool:
-        """Lower sum(a * b) over one reduce tile dim to a `Dot` when a covers (m, k) and b (k, n)."""
-        if red.op != "sum" or red.dtype != "float32" or len(sdims) != 2 or len(rdims) != 1:
-            return False
-        body = red.body
-        while isinstance(body, Cast) and body.dtype == "float32":
-            body = body.a
-        if not (isinstance(body, Binary) and body.op == "*"):
-            return False
-        m, n = sdims
-        k = rdims[0]
-        da, db = self.dims_of(body.a, x), self.dims_of(body.b, x)
-        if da == {m, k} and db == {k, n}:
-            lhs, rhs = body.a, body.b
-        elif db == {m, k} and da == {k, n}:
-            lhs, rhs = body.b, body.a
-        else:
-            return False
-        if any(self.extent_value(d) < 16 for d in (m, n, k)):
-            return False
-        loads: dict = {}
-        env = self.env[x.name]
-        kmasks = [Val(env[a].mask, env[a].dims, "bool") for a in red.axes if env[a].mask]
-
-        def operand(e: Expr, order: tuple[str, str]) -> Val:
-            inner = e
-            while isinstance(inner, Cast) and inner.dtype == "float32":
-                inner = inner.a
-            if isinstance(inner, Load):
-                v = self.load(inner, x, loads)
-            elif isinstance(inner, Cast) and dtypes.is_float(inner.dtype) and dtypes.compute_dtype(inner.dtype) != inner.dtype:
-                # a value rounded to bfloat16 (attention's P) goes to tl.dot as that type, not widened back
-                a = self.emit(inner.a, x, loads)
-                v = Val(c.To(castable(a, inner.dtype), inner.dtype), a.dims, inner.dtype)
-            else:
-                v = self.emit(e, x, loads)
-            padded = isinstance(v.code, c.Name) and {m.code for m in kmasks} <= self.zero_outside.get(v.code.id, set())
-            v = Val(self.expand(v, order), order, v.dtype)
-            if kmasks and not padded:
-                # past the end of k, tl.dot multiplies the other operand's 0 by this one: a value computed in
-                # the kernel (log(0) = -inf there, say) would make 0 * inf = NaN of every sum (seed 197481165)
-                self.stmts.append(Why("dot_zero"))
-                name = self.emit_stmt("operand", v.code)
-                m = self.combine(c.all_of, kmasks, "bool", order=order)
-                v = Val(_where(m.code, name, c.call("zeros_like", name)), order, v.dtype)
-            return v
-
-        a, b = operand(lhs, (m, k)), operand(rhs, (k, n))
-        # bf16/fp16/fp8 pairs go to tl.dot as they are; anything else (or bf16 in the interpreter) is
-        # widened to float32 with input_precision="ieee", decided when the kernel is rendered (nest.Dot)
-        out.append(Dot(acc, a.code, a.dtype, b.code, b.dtype,
-                       Note((f"{red.body!r}  over tile [{k}]",), (m, n), "+=")))
-        return True
-
-    def _parts(self) -> c.Ex:
-        """split_k's number of parts (an int, or a knob's constexpr parameter)."""
-        return self.scalar(self.split.parts_expr)
-
     def _tile_in(self, x: Stage, t, lead: c.Ex | None = None) -> tuple[Val, c.Ex | None]:
         """(address, mask) of stage x's tile in tensor `t` (x's own tensor, or split_k's workspace, whose
         first index `lead` is the part), masked where x's axes may overrun."""
@@ -956,90 +491,6 @@ class KernelBuilder(ValueEmitter):
         masks = [Val(env[a].mask, env[a].dims, "bool") for a in x.tensor.axis if env[a].mask]
         mask = self.combine(c.all_of, masks, "bool", order=addr.dims).code if masks else None
         return addr, mask
-
-    def store_partial(self, x: Stage, acc, out: list, online=None) -> None:
-        """split_k's partial kernel: this part's sum of the tile, to its slice of the workspace (or added
-        to the one sum with an atomic, deterministic=False); an online loop's statistics too, each to its
-        workspace (the sum is as the loop left it: rescaled to this part's max, not divided)."""
-        name, dims, dtype = acc
-        ws = self.split.workspace
-        atomic = not self.split.deterministic
-        for st, w, (n, d, t) in [(x, ws, acc)] + [(self.placed[s].stage, sws, online[s]) for s, sws in self.split.stats]:
-            addr, mask = self._tile_in(st, w, None if atomic else c.Name(self.part))
-            if w.name not in self.stores:
-                self.stores.append(w.name)
-            axes = ", ".join(a.name for a in st.tensor.axis)
-            lhs = (f"{w.name}[{axes}]",) if atomic else (f"{w.name}[", c.Name(self.part), f", {axes}]")
-            note = Note((c.Name(n), f"  # {'atomic add' if atomic else 'store'}, {t}"), op="+=" if atomic else "=",
-                        lhs=lhs)
-            out.append(Store(addr.code, self.expand(Val(c.Name(n), d, t), addr.dims, full=True), mask, note,
-                             atomic=atomic))
-
-    def combine_partials(self, x: Stage, acc, out: list, online=None) -> None:
-        """split_k's combine kernel: the parts' sums of the tile added in order, part 0 first (or the one
-        atomic sum loaded), into the accumulator; the stage is rounded and its epilogue runs after. For an
-        online loop, the parts' states are merged in order as its tiles were: the max of the maxes, every
-        sum rescaled to it (flash-decoding's combine)."""
-        if online:
-            self._merge_online_parts(x, acc, online, out)
-            return
-        name, dims, dtype = acc
-        ws = self.split.workspace
-        if ws.name not in self.loads:
-            self.loads.append(ws.name)
-        part = None
-        if self.split.deterministic:  # a loop over the parts, part 0 first
-            part = self.fresh("part")
-            loop = For(part, self._parts(), "serial", None, f"{x.name}: the split_k parts' sums, added in order")
-            out.append(loop)
-            out = loop.body
-        saved, self.stmts = self.stmts, out  # what the addresses need goes where the load is
-        addr, mask = self._tile_in(x, ws, c.LoopIndex(part) if part else None)
-        part_tile = self.fresh(f"{ws.name.lower()}_tile")
-        where = (f"{ws.name}[", c.LoopIndex(part), ", ...]") if part else (f"{ws.name}[...]",)
-        out.append(LoadTile(part_tile, addr.code, mask, Note(where), dtype=ws.dtype))
-        tile = self.expand(Val(c.Name(part_tile), addr.dims, dtype), dims, full=True)  # in the accumulator's order
-        out.append(Update(name, c.BinOp("+", c.Name(name), tile),
-                          Note((c.Name(part_tile),), dims if part else None, "+=")))
-        self.stmts = saved
-
-    def _merge_online_parts(self, x: Stage, acc, accs: dict, out: list) -> None:
-        """The combine kernel of an online loop's split_k: for each part in order, its max m_p, sums l_p and
-        the target's sum r_p: m = max(m, m_p); every sum s = s * exp(m_old - m) + s_p * exp(m_p - m)."""
-        form = self.p.plan.online[x.name]
-        part = self.fresh("part")
-        loop = For(part, self._parts(), "serial", None,
-                   f"{x.name}: the split_k parts' states merged in order (online: rescaled to the running max)")
-        out.append(loop)
-        body = loop.body
-        saved, self.stmts = self.stmts, body
-        tiles, workspace = {}, {}
-        for st, w, (_, _, t) in [(x, self.split.workspace, acc)] + \
-                [(self.placed[s].stage, sws, accs[s]) for s, sws in self.split.stats]:
-            if w.name not in self.loads:
-                self.loads.append(w.name)
-            addr, mask = self._tile_in(st, w, c.LoopIndex(part))
-            tile = self.fresh(f"{w.name.lower()}_tile")
-            body.append(LoadTile(tile, addr.code, mask, Note((f"{w.name}[", c.LoopIndex(part), ", ...]")), dtype=w.dtype))
-            tiles[st.name] = Val(c.Name(tile), addr.dims, t)
-            workspace[st.name] = w.name
-        m = form.max.name
-        m_acc, m_dims, _ = accs[m]
-        mp = Val(self.expand(tiles[m], m_dims), m_dims, "float32")
-        new = self.emit_stmt(f"{m}_new", c.call("maximum", c.Name(m_acc), mp.code, nan=True),
-                             Note(("max(", c.Name(m_acc), f", {workspace[m]}[", c.LoopIndex(part), "])")))
-        body.append(Comment("a max still -inf subtracts 0 instead: exp(-inf - -inf) would be NaN"))
-        safe = self.emit_stmt(f"{m}_safe", _where(c.BinOp("==", new, c.Num(float("-inf"))), c.Num(0.0), new))
-        old_scale = Val(self.emit_stmt(f"alpha_{m}", c.call("exp", c.BinOp("-", c.Name(m_acc), safe))), m_dims, "float32")
-        part_scale = Val(self.emit_stmt(f"beta_{m}", c.call("exp", c.BinOp("-", mp.code, safe))), m_dims, "float32")
-        for name, (n, d, t) in [(s, accs[s]) for s in (t.name for t in form.sums)] + [(x.name, acc)]:
-            tile = Val(self.expand(tiles[name], d), d, t)
-            body.append(Update(n, c.BinOp("+", c.BinOp("*", c.Name(n), self.expand(old_scale, d)),
-                                          c.BinOp("*", tile.code, self.expand(part_scale, d))),
-                               Note((c.Name(n), " * ", old_scale.code, f" + {workspace[name]}[", c.LoopIndex(part),
-                                     "] * ", part_scale.code), d)))
-        body.append(Update(m_acc, new, Note((new,))))
-        self.stmts = saved
 
     def compute(self, x: Stage, out: list) -> None:
         """The body of an elementwise stage at its innermost point: compute, then store/keep."""
