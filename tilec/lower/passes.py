@@ -41,7 +41,7 @@ PASSES = [
 def run(program) -> list[KernelIR]:
     """The kernels of `program`: each pass of `PASSES` in turn, from none."""
     kernels: list[KernelIR] = []
-    show = "passes" in _logs()
+    show = "passes" in log_names()
     for step in PASSES:
         kernels = step(kernels, program)
         if show:
@@ -51,6 +51,7 @@ def run(program) -> list[KernelIR]:
     return kernels
 
 
-def _logs() -> set[str]:
-    """The TILEC_LOGS names (runtime.kernel.logs checks them; lowering cannot import the runtime)."""
+def log_names() -> set[str]:
+    """The names TILEC_LOGS sets (comma-separated); `tilec.runtime.kernel.logs` refuses unknown ones (the
+    runtime reads them here: lowering cannot import the runtime)."""
     return {n.strip() for n in os.environ.get("TILEC_LOGS", "").split(",") if n.strip()}

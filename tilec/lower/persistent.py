@@ -72,7 +72,11 @@ def _tile_loop(kernel: KernelIR, program) -> KernelIR:
         return name
 
     body = copy_body(kernel.body)
-    stmts, n = _find(body, st.binds[axis])
+    found = _find(body, st.binds[axis])
+    if found is None:
+        raise LoweringError(f"{st.name}.persistent({axis.name}): no program id of {axis.name} in the built kernel "
+                            f"(an internal error; please report it)")
+    stmts, n = found
     var = stmts[n].name
     flatten = st.persistent_axes[axis]  # an int or a knob (a constexpr parameter)
     flat = scalar_code(flatten, program.specialize, param) if isinstance(flatten, Knob) else c.Num(bool(flatten))

@@ -21,6 +21,7 @@ from tilec.errors import ArgumentError, LoweringError, TilecError
 from tilec.ir.expr import SizeVar, evaluate, size_text
 from tilec.ir.tensor import Tensor, sizes_of
 from tilec.lower.launch import bound_sizes, launch_source
+from tilec.lower.passes import log_names
 from tilec.lower.program import Program
 from tilec.runtime import triton_compat
 from tilec.schedule.schedule import Schedule
@@ -42,7 +43,7 @@ def logs() -> set[str]:
     """The TILEC_LOGS switches set: `TILEC_LOGS=output_code` prints each generated module and its path as
     it is built, `passes` the loop nest after each lowering pass (tilec/lower/passes.py), both to stderr.
     An unknown name is an error, not silence."""
-    names = {n.strip() for n in os.environ.get("TILEC_LOGS", "").split(",") if n.strip()}
+    names = log_names()
     unknown = sorted(names - set(LOGS))
     if unknown:
         raise ArgumentError(f"TILEC_LOGS={os.environ['TILEC_LOGS']!r}: unknown {', '.join(unknown)}; it takes "
