@@ -134,7 +134,10 @@ def fuse(kernel: KernelIR, first: str, second: str, what: str) -> KernelIR:
 # -- the pass ---------------------------------------------------------------------------------
 
 def compute_with(kernels: list[KernelIR], program) -> list[KernelIR]:
-    """Each kernel with its compute_with stages' outermost loops fused into the loops they name."""
+    """Each kernel with its compute_with stages' outermost loops fused into the loops they name (`fuse`),
+    in the order of the kernel's stages. A stage and its target whose loops both run once at these sizes
+    need nothing (their bodies are one block already); a stage without a serial loop, or a target loop
+    that is not its stage's outermost, is refused with a `LoweringError` saying which loop to use."""
     return [_compute_with(k, program) for k in kernels]
 
 

@@ -17,8 +17,11 @@ from tilec.lower.nest import For, KernelIR, Param, ProgramId, TileId, defined
 
 
 def tile_loops(kernels: list[KernelIR], program) -> list[KernelIR]:
-    """Each kernel whose root stage has a persistent grid axis, its statements after that axis's program id
-    in the tile loop."""
+    """Each kernel whose root stage has a persistent grid axis (`Layout.persistent`), with the statements
+    after that axis's `ProgramId` moved into a `For` of kind "persistent" over the tiles (from the program
+    id, in steps of `NUM_PROGS`), the program id read as the loop's `TileId`; the kernel is marked
+    `persistent` (its launch runs min(#SMs, tiles) programs) and gains the parameters the loop reads, in
+    the order the builder sorts parameters (`param_key`). Other kernels pass through unchanged."""
     return [_tile_loop(k, program) if _persistent(k, program) else k for k in kernels]
 
 
