@@ -506,3 +506,96 @@ def test_an_int_subclass_factor_is_recorded_as_a_plain_int():
     assert s.log == ["Z: split(j, 16) -> jo, ji"] and type(s.trace[0].args[1]) is int
     assert "Z_jo, Z_ji = Z.split(Z_j, 16)" in str(s.trace)
     assert_same(s, run_text(s.trace, [Z]))
+
+
+# ---------------------------------------------------------------------------------------------
+# study names: a tuning study's name hashes the schedule's fingerprint (its trace's lines) and its knobs in
+# order, with the mix, args, device and versions (tilec/tune/study.py, study_key); the schedule's part is
+# pinned here, version-free, so that a change of how the trace is kept cannot rename stored studies
+
+
+def _flags_schedule() -> tc.Schedule:
+    """A GEMM whose every on/off argument is a flag and every count a knob (split_k, pipeline, num_warps,
+    cache_read's and cache_write's tma); `_persistent_schedule` has swizzle, unroll and persistent."""
+    A, W, C, Y = computes.gemm_silu()
+    s = tc.create_schedule(Y)
+    i, j = C.axis
+    io, jo, ii, ji = s[C].tile(i, j, tc.knob("BM", [16, 32]), tc.knob("BN", [16, 32]))
+    ko, ki = s[C].split(C.reduce_axis[0], tc.knob("BK", [16, 32]))
+    s[C].reorder(io, jo, ko, ii, ji, ki)
+    s.cache_read(A, "shared", readers=[C], tma=tc.flag("TMA")).compute_at(s[C], ko)
+    s[C].bind(io, "program_id.0")
+    s[C].bind(jo, "program_id.1")
+    s[C].split_k(ko, tc.knob("SPLIT_K", [2, 1]), deterministic=tc.flag("DET"))
+    s[C].pipeline(ko, tc.knob("stages", [2, 3]))
+    s[C].num_warps(tc.knob("warps", [4, 8]))
+    s.cache_write(C, "local", tma=tc.flag("TMA_STORE")).compute_at(s[C], jo)
+    s[Y].compute_at(s[C], jo)
+    return s
+
+
+def _persistent_schedule() -> tc.Schedule:
+    A, W, C, Y = computes.gemm_silu()
+    s = tc.create_schedule(Y)
+    io, jo, ii, ji = s[C].tile(*C.axis, 16, 16)
+    iio, iii = s[C].split(ii, 4)
+    s[C].unroll(iio)
+    tiles = s[C].swizzle(io, jo, tc.knob("GROUP_M", [8, 4]))
+    s[C].bind(tiles, "program_id.0")
+    s[C].persistent(tiles, flatten=tc.flag("FLATTEN"))
+    return s
+
+
+def _online_flag_schedule() -> tc.Schedule:
+    X, (c, c2), mx, den, Y = computes.softmax()
+    s = tc.create_schedule(Y)
+    s[Y].split(Y.axis[1], tc.knob("B", [16, 64]))
+    s[Y].bind(Y.axis[0], "program_id.0")
+    s[den].split(c2, tc.knob("B", [16, 64]))
+    s[den].compute_at(s[Y], Y.axis[0])
+    s[den].online(s[mx], skip_masked=tc.flag("SKIP"))
+    return s
+
+
+PINNED_SCHEDULES = {  # digest of [fingerprint, knobs] (the schedule's part of the study name), at 7858f78
+    "attention": "7a69bfb591434285",
+    "attention-split": "e979e201fd8e6d41",
+    "attention-causal-noskip": "f0b5340e9af5edec",
+    "batched_matmul": "3bb9882a2abf9167",
+    "matmul": "6a46564750cd2add",
+    "matmul_silu": "a58d548ac6e44eaa",
+    "persistent_gemm": "ce1f7e2262261611",
+    "persistent_gemm-plain": "3f301c1c5811c2c1",
+    "rmsnorm": "9933a3aac2182de3",
+    "rowscale_fp8": "ae8f5fd0225cbe7b",
+    "silu_mul_fp8": "52dc180dfd233e0c",
+    "softmax": "7b0ea1bb8e8bf545",
+    "softmax-split": "a06f4670be231b9a",
+    "splitk_gemm": "60eda4e87974fcd2",
+    "swiglu": "56a7bc027b81cd67",
+    "swiglu-two-loops": "d2445433df238238",
+    "transpose_bias": "10183d988beabe3c",
+    "flags": "7561f399140fb740", "persistent": "20342d7ef354a1ae", "online-flag": "d942f529484229eb",
+}
+_VARIANTS = {"attention-split": {"split": True}, "attention-causal-noskip": {"causal": True, "skip_masked": False},
+             "persistent_gemm-plain": {"epilogue": False}, "softmax-split": {"split": True},
+             "swiglu-two-loops": {"one_loop": False}}
+_BY_HAND = {"flags": _flags_schedule, "persistent": _persistent_schedule, "online-flag": _online_flag_schedule}
+
+
+def _schedule_digest(s: tc.Schedule) -> str:
+    import hashlib
+    import json
+    knobs = {n: list(k.choices) for n, k in s.knobs.items()}
+    return hashlib.sha256(json.dumps([s.fingerprint(), knobs]).encode()).hexdigest()[:16]
+
+
+@pytest.mark.parametrize("case", sorted(PINNED_SCHEDULES))
+def test_study_names_stay_the_same(case):
+    """What a study name hashes of the schedule (fingerprint, knobs in order) is what it was: stored studies
+    keep their names. tests/test_plan.py pins one whole study name (interpreter, these versions)."""
+    if case in _BY_HAND:
+        s = _BY_HAND[case]()
+    else:
+        s = importlib.import_module(case.split("-")[0]).make(**_VARIANTS.get(case, {}))[0]
+    assert _schedule_digest(s) == PINNED_SCHEDULES[case], (case, s.log, list(s.knobs))
