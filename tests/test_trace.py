@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import tilec as tc
+from tilec.ir.expr import IterVar
 from tilec.schedule import AxisRef, KnobRef, StageRef, Step, TensorRef, Trace
 from tilec.schedule import trace as trace_mod
 
@@ -599,3 +600,104 @@ def test_study_names_stay_the_same(case):
     else:
         s = importlib.import_module(case.split("-")[0]).make(**_VARIANTS.get(case, {}))[0]
     assert _schedule_digest(s) == PINNED_SCHEDULES[case], (case, s.log, list(s.knobs))
+
+
+# ---------------------------------------------------------------------------------------------
+# the trace is the schedule: each stage's state is the fold of its steps (tilec/schedule/state.py)
+
+
+def _state(s: tc.Schedule) -> list:
+    """Every stage's state, and the schedule's knobs and caches, as comparable plain data."""
+    def name(v):
+        return v.name if isinstance(v, (tc.Stage, IterVar)) else repr(v)
+
+    out = []
+    for st in [*s.stages.values(), *s.caches]:
+        at = st.attach if not isinstance(st.attach, tuple) else tuple(map(name, st.attach))
+        out.append((st.name, st.kind, at, [a.name for a in st.leaves], [repr(r) for r in st.relations],
+                    {a.name: d for a, d in st.binds.items()}, {a.name: repr(v) for a, v in st.pipelines.items()},
+                    sorted(a.name for a in st.unrolled), repr(st.warps), repr(st.tma),
+                    {a.name: repr(v) for a, v in st.persistent_axes.items()},
+                    st.fused_with and tuple(map(name, st.fused_with)),
+                    st.k_split and tuple(map(name, st.k_split)), [x.name for x in st.online_stats],
+                    repr(st.online_skip), st.touched, sorted(st.all_axes)))
+    return out + [[(n, k.choices, type(k).__name__) for n, k in s.knobs.items()]]
+
+
+def test_every_primitive_has_one_apply_function():
+    from tilec.schedule import state
+    assert set(state.APPLY) == set(trace_mod.PRIMITIVES)
+    assert state.LOOPS | state.PLACES <= set(trace_mod.PRIMITIVES)
+
+
+@pytest.mark.parametrize("case", sorted(PINNED_SCHEDULES))
+def test_the_state_is_the_fold_of_the_trace(case):
+    """A schedule folded from its trace alone (no primitive run again) has the state the primitives left,
+    lowers to the same source; folding its own trace again gives back the same stage and axis objects."""
+    s = _BY_HAND[case]() if case in _BY_HAND else \
+        importlib.import_module(case.split("-")[0]).make(**_VARIANTS.get(case, {}))[0]
+    r = s._refolded(s.trace)
+    assert _state(r) == _state(s) and r.trace == s.trace and r.fingerprint() == s.fingerprint()
+    assert all(a is not b for a, b in zip(r.caches, s.caches))  # a cache stage belongs to one schedule
+    before = {st.name: (st, list(st.leaves), st.attach) for st in [*s.stages.values(), *s.caches]}
+    s._fold()
+    assert {st.name: (st, list(st.leaves), st.attach) for st in [*s.stages.values(), *s.caches]} == before
+    if case in ("matmul_silu", "softmax", "flags"):  # lowering costs: a few cases
+        assert tc.lower(r).source() == tc.lower(s).source()
+
+
+def test_a_refused_primitive_is_dropped_and_the_rest_folded_again():
+    """The state after a refused primitive is the fold of the steps before it: the same objects the user
+    holds, the knob it declared gone (a knob of that name with other choices is then a new one)."""
+    s, (A, W, C, Y), ko = design_schedule()
+    before, leaves, trace = _state(s), list(s[C].leaves), s.trace
+    with pytest.raises(tc.IllegalScheduleError, match=r"compute_at\(Y, C.ko\)"):
+        s[Y].compute_at(s[C], ko)
+    assert _state(s) == before and s[C].leaves == leaves and all(a is b for a, b in zip(s[C].leaves, leaves))
+    k2 = s[C].tensor.reduce_axis[0]
+    with pytest.raises(tc.LoweringError, match=r"offers 24"):
+        s[C].split(s[C].leaves[-1], tc.knob("BKI", [8, 24]))  # 24 can never be a tile of the reduce axis
+    assert _state(s) == before and "BKI" not in s.knobs and s.trace == trace
+    kio, kii = s[C].split(s[C].leaves[-1], tc.knob("BKI", [8, 16]))
+    assert s.knobs["BKI"].choices == (8, 16) and s[C].leaves[-2:] == [kio, kii] and k2 not in s[C].leaves
+    assert _state(tc.replay(s.trace, s.outputs)) == _state(s)
+
+
+def test_legal_places_fold_the_trace_with_the_placement_swapped(monkeypatch):
+    """legal_places tries each loop on the schedule its trace gives with the stage's placement step swapped
+    for compute_at at that loop (appended where the stage was placed by hand); the schedule is untouched."""
+    from tilec.plan import legal_places
+    from tilec.schedule.schedule import Schedule
+    s, (A, W, C, Y), ko = design_schedule()
+    tried = []
+    fold = Schedule._refolded
+
+    def refolded(self, steps):
+        tried.append(list(steps))
+        return fold(self, steps)
+
+    monkeypatch.setattr(Schedule, "_refolded", refolded)
+    before, trace = _state(s), s.trace
+    assert legal_places(s[Y]) == ["C.io", "C.jo"]
+    assert _state(s) == before and s.trace == trace
+    rest = [st for st in trace if st.text != "Y: compute_at(C, jo)"]
+    assert len(rest) == len(trace) - 1
+    assert [t[:-1] for t in tried] == [rest] * len(s[C].leaves)
+    assert [t[-1].text for t in tried] == [f"Y: compute_at(C, {a.name})" for a in s[C].leaves]
+    tried.clear()
+    s[Y].compute_root()
+    s[Y].attach = (s[C], ko)  # by hand: no step to swap
+    assert legal_places(s[Y]) == ["C.io", "C.jo"]
+    assert [t[:-1] for t in tried] == [list(s.trace[:-1])] * len(s[C].leaves)  # compute_root swapped
+
+
+def test_a_detached_stage_folds_its_own_steps():
+    """The default schedule lowering gives an untouched stage is a detached stage: its steps are its own
+    (not the schedule's trace) and its state is their fold."""
+    from tilec.schedule.defaults import default_stage
+    s = tc.create_schedule(computes.gemm_silu()[-1])
+    st = default_stage(s["C"])
+    assert len(s.trace) == 0 and st.detached and [x.text for x in st.steps] == tc.default_trace(s["C"]).lines
+    assert st.touched and [a.name for a in st.leaves] == ["io_jo", "ko", "ii", "ji", "ki"]
+    assert st.binds == {st.leaves[0]: 0} and st.relations[-1].fused is st.leaves[0]
+    assert not s["C"].touched and s["C"].leaves == [*s["C"].tensor.axis, *s["C"].tensor.reduce_axis]

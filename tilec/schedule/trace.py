@@ -11,6 +11,7 @@ independent of the schedule that made it.
   output tensor or the list of them) in scope.
 - `replay(trace, outputs)` rebuilds it by calling the real primitives again, so each one is validated and
   checked as it was the first time; the result has the same fingerprint and lowers to the same source.
+- A schedule's state is the fold of its trace (tilec/schedule/state.py, one function per primitive).
 """
 
 from __future__ import annotations
@@ -18,11 +19,10 @@ from __future__ import annotations
 import functools
 import keyword
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
 from tilec.errors import ArgumentError, TilecError
-from tilec.ir.expr import IterVar
 from tilec.ir.tensor import Tensor
 
 if TYPE_CHECKING:
@@ -416,16 +416,10 @@ def _find_stage(sched, name: str, where: str):
 
 def _find_axis(sched, ref: AxisRef, where: str):
     st = _find_stage(sched, ref.stage, where)
-    known = {a.name: a for a in list(st.tensor.axis) + list(st.tensor.reduce_axis)} if st.kind == "compute" else {}
-    for rel in st.relations:  # consumed axes too: the primitive itself says what replaced them
-        for f in fields(rel):
-            a = getattr(rel, f.name)
-            if isinstance(a, IterVar):
-                known.setdefault(a.name, a)
-    if ref.name not in known:
+    if ref.name not in st.all_axes:  # consumed axes too: the primitive itself says what replaced them
         have = ", ".join(a.name for a in st.leaves) or "none"
         raise ArgumentError(f"{where}: {ref.stage} has no axis {ref.name} (its axes: {have})")
-    return known[ref.name]
+    return st.all_axes[ref.name]
 
 
 def _resolve(sched, a, where: str, knobs: dict):
