@@ -701,3 +701,29 @@ def test_a_detached_stage_folds_its_own_steps():
     assert st.touched and [a.name for a in st.leaves] == ["io_jo", "ko", "ii", "ji", "ki"]
     assert st.binds == {st.leaves[0]: 0} and st.relations[-1].fused is st.leaves[0]
     assert not s["C"].touched and s["C"].leaves == [*s["C"].tensor.axis, *s["C"].tensor.reduce_axis]
+
+
+@pytest.mark.parametrize("case", ["attention-split", "flags", "online-flag", "persistent", "swiglu"])
+def test_json_text_round_trips(case):
+    """`to_json` is the trace as data (what a tuning study stores); `from_json` reads back the same steps,
+    with their `within` and the axes' names, so the Python text and the replay are the same."""
+    s = _BY_HAND[case]() if case in _BY_HAND else \
+        importlib.import_module(case.split("-")[0]).make(**_VARIANTS.get(case, {}))[0]
+    back = Trace.from_json(s.trace.to_json())
+    assert back == s.trace and back.axes == s.trace.axes and [st.within for st in back] == [st.within for st in s.trace]
+    assert str(back) == str(s.trace) and tc.replay(back, s.outputs).fingerprint() == s.fingerprint()
+
+
+@pytest.mark.parametrize("text,why", [
+    ("[]", "expected a dict, got list"), ('{"axes": {}}', "no 'steps'"), ("nonsense", "Expecting value"),
+    ('{"steps": [{"primitive": "eval", "stage": "C", "args": [], "results": [], "within": null}], "axes": {}}',
+     "unknown primitive 'eval'"),
+    ('{"steps": [{"primitive": "split", "stage": "C", "args": [{"axis": ["C"]}, 4], "results": [], "within": null}], '
+     '"axes": {}}', r"not an argument of a step: \{'axis': \['C'\]\}"),
+    ('{"steps": [{"primitive": "split", "stage": "C", "args": [], "results": "io", "within": null}], "axes": {}}',
+     "expected a list of names"),
+    ('{"steps": [], "axes": {"C": [["i"]]}}', r"the axes of C are \[axis names, reduce axis names\]"),
+])
+def test_json_text_that_is_no_trace_is_refused(text, why):
+    with pytest.raises(tc.ArgumentError, match=rf"^Trace.from_json: not a trace's JSON text \(Trace.to_json\): .*{why}"):
+        Trace.from_json(text)

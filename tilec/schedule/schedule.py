@@ -192,9 +192,7 @@ class Stage:
     def steps(self) -> list[Step]:
         """The steps applied to this stage, in order (a detached stage's own; those of the schedule's trace
         that name it otherwise): its state is their fold."""
-        if self.detached:
-            return list(self._owner.steps)
-        return [st for st in self.sched._steps if self.name in st.stages]
+        return [st for st in self._owner._steps if self.name in st.stages]
 
     # -- helpers ------------------------------------------------------------------------------
     def _record(self, primitive: str, *args, results=()) -> tuple:
@@ -337,7 +335,7 @@ class Stage:
         y = self._axis(y, 2, "y", "tile")
         if x is y:
             raise _arg(2, "y", "tile", "an axis other than x", y.name)
-        steps = self._owner.steps if self.detached else self.sched._steps
+        steps = self._owner._steps
         first = len(steps)
         xo, xi = self.split(x, fx)
         yo, yi = self.split(y, fy)
@@ -1040,8 +1038,10 @@ class Schedule:
         self._made = Made()  # the axes and cache stages its steps made (a fold gives the same ones back)
         self._knob_pool: dict[KnobRef, Knob] = {}  # the knob each KnobRef of a step stands for
         self._in_primitive = False
-        self.stages: dict[str, Stage] = {}
-        self._fold()  # no steps yet: every stage as created, no knobs, no caches
+        # the state: the fold of the trace (`_fold`), so far of no step
+        self.stages: dict[str, Stage] = {n: Stage(self, t) for n, t in self.tensors.items() if not t.is_placeholder}
+        self.knobs: dict[str, Knob] = {}  # by name, in the order the steps first name them
+        self.caches: list[Stage] = []  # the cache stages the steps made, in order
         self._axes = {n: (tuple(a.name for a in st.tensor.axis), tuple(a.name for a in st.tensor.reduce_axis))
                       for n, st in self.stages.items()}
 
@@ -1053,17 +1053,13 @@ class Schedule:
         return f"# Schedule of {outs} (stages: {', '.join(self.stages)}{caches}{knobs})\n{self.trace}"
 
     # -- the state as the fold of the trace (tilec/schedule/state.py) -----------------------------
-    def _fold(self, steps=None) -> None:
-        """Derive the state from the trace (`steps`: it becomes these first): every stage's, from a stage
-        object per computed tensor (the same objects when folded again), the knobs the steps name in
-        order of first use, and the cache stages they make."""
-        if steps is not None:
-            self._steps = list(steps)
-        self.stages = self.stages or {n: Stage(self, t) for n, t in self.tensors.items() if not t.is_placeholder}
+    def _fold(self) -> None:
+        """Derive the state from the trace: every stage's (the same stage objects), the knobs the steps name
+        and the cache stages they make."""
         for st in self.stages.values():
             state.initial(st)
-        self.knobs: dict[str, Knob] = {}
-        self.caches: list[Stage] = []
+        self.knobs.clear()
+        self.caches.clear()
         for step in self._steps:
             self._apply(step)
 
@@ -1080,14 +1076,16 @@ class Schedule:
     def _drop(self, mark: int) -> None:
         """Drop the steps after the first `mark` (a primitive refused by its check) and fold again."""
         if len(self._steps) > mark:
-            self._fold(self._steps[:mark])
+            del self._steps[mark:]
+            self._fold()
 
     def _refolded(self, steps) -> Schedule:
         """Another schedule of this computation whose trace is `steps`: their fold, no primitive run again and
         nothing checked (tilec.plan.check tries a stage's places so). It shares this schedule's axes."""
         new = copy.copy(self)
-        new._made, new.stages = Made(self._made.items), {}
-        new._fold(steps)
+        new._steps, new._made, new.knobs, new.caches = list(steps), Made(self._made.items), {}, []
+        new.stages = {n: Stage(new, st.tensor) for n, st in self.stages.items()}
+        new._fold()
         return new
 
     def _ref(self, value):

@@ -246,7 +246,7 @@ class Alone:
     defaults.py): its steps are its own, not in the schedule's trace, and fold into its state alone."""
 
     def __init__(self, stage):
-        self.stage, self.steps, self.made = stage, [], Made()
+        self.stage, self._steps, self.made = stage, [], Made()
         self.tensors, self._knob_pool = stage.sched.tensors, stage.sched._knob_pool
 
     def _stage_named(self, name: str):
@@ -256,5 +256,5 @@ class Alone:
         return self.made.get(step, args, make)
 
     def _push(self, step: Step) -> tuple:
-        self.steps.append(step)
+        self._steps.append(step)
         return apply(self, step)
