@@ -4,7 +4,8 @@ A primitive (tilec/schedule/schedule.py) validates its arguments against the sta
 one `Step` (tilec/schedule/trace.py: axes, stages, tensors and knobs by name; ints and strs). The state of
 each stage (its leaves and split/fuse relations, its place, bindings, loop annotations, split-K, online
 statistics, and whether any step decided its loops) and the schedule's knobs and cache stages are what
-`APPLY` makes of the steps, in order, from each stage's `initial` state; nothing else sets them. So:
+`APPLY` makes of the steps, in order, from each stage's `initial` state; no primitive sets them otherwise
+(a detached stage's warps, tilec/schedule/defaults.py, and tests that place a stage by hand do). So:
 
 - a primitive that its check refuses is dropped from the trace, and the state is folded again from the
   steps that remain (`Schedule._drop`);
@@ -13,7 +14,7 @@ statistics, and whether any step decided its loops) and the schedule's knobs and
 - the fold is kept: a new step is applied to the state so far; only a dropped step folds again.
 
 The axes a split or fuse makes and the stage a cache_read or cache_write makes are objects the user holds
-(`io, ii = s[C].split(i, 64)`): `made` keeps them by step (its primitive, results and resolved arguments),
+(`io, ii = s[C].split(i, 64)`): `Made` keeps them by step (its primitive, results and resolved arguments),
 so that folding the same steps again gives the same objects back.
 """
 
