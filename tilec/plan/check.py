@@ -2,6 +2,11 @@
 (one plan) of the schedule under the config, checked by isl. When a stage is misplaced, the error
 lists the loops where it could go, each tried on the schedule its trace gives with the stage's placement
 step swapped for that loop (the schedule is not touched).
+
+The check has two parts. `check_schedule` is the part that does not depend on a call's sizes: the plan
+and its legality (isl's dependence, rounding and bounds proofs), once per kernel and config.
+`at_sizes` is the part that does: the same schedule under the facts of a call's sizes (its loops that
+run once, the masks its tiles need), a new plan and masks from a checked analysis, and no proof again.
 After each primitive, `check_knob_choices` refuses a knob choice that makes a tile Triton cannot have
 while another choice of the same knob lowers: no later primitive makes that choice lowerable.
 """
@@ -24,14 +29,36 @@ def check_schedule(sched, config=None, *, primitive: str = "build", stage=None, 
     """Raise IllegalScheduleError if `sched` breaks a dependence, a rounding point or a bound under
     `config`; return the analysis it checked (lowering goes on from it). A stage placed where the
     lowering cannot put it is a LoweringError that, at build, names the places that would be accepted."""
+    analysis = _planned(sched, config, outputs, specialize, assume, primitive=primitive)
+    analysis.check(primitive=primitive, stage=stage, places=lambda st: legal_places(st, analysis.config))
+    return analysis
+
+
+def at_sizes(checked: Analysis, assume) -> Analysis:
+    """`checked` (an analysis `check_schedule` passed) under `assume` as well, the facts of a call's sizes
+    (`Plan.call_facts`): a new plan, whose loops that run once at those sizes are single leaves, and its
+    masks, which those facts may drop. Legality is not proved again: it holds. The facts only narrow the
+    sizes `checked` was proved for, and the new plan runs the same instances in the same order: a single
+    leaf is a loop of one iteration with no time coordinate (tilec/poly/timemap.py), and what is placed at
+    it runs at the enclosing loop, after what that loop already holds, in the schedule's stage order, which
+    is the order the stages read each other in."""
+    if not checked.checked:
+        raise LoweringError("internal: at_sizes needs an analysis that check_schedule has checked")
+    assume = tuple(checked.assume) + tuple(assume)
+    analysis = _planned(checked.sched, checked.config, checked.outputs, checked.specialize, assume)
+    analysis.checked = True  # by `checked`'s proof (above)
+    return analysis
+
+
+def _planned(sched, config, outputs, specialize, assume, *, primitive: str = "build") -> Analysis:
+    """The analysis (the plan) of `sched`, unchecked; a stage placed where the lowering cannot put it is,
+    at build, a LoweringError naming the places that would be accepted."""
     try:
-        analysis = Analysis(sched, config, outputs, specialize, assume)
+        return Analysis(sched, config, outputs, specialize, assume)
     except MisplacedError as e:
         if primitive != "build":  # a primitive's check: not lowerable yet, and the message is not shown
             raise
         raise LoweringError(e.with_places(legal_places(e.stage, config, target=e.target))) from None
-    analysis.check(primitive=primitive, stage=stage, places=lambda st: legal_places(st, analysis.config))
-    return analysis
 
 
 def legal_places(stage, config=None, *, target=None) -> list[str]:

@@ -314,7 +314,9 @@ class Tuned:
         self._by_sizes = {}
         for shape, _ in mix:
             self._by_sizes[tuple(shape[n] for n in sorted(self._sizes))] = kernels[ShapeMix.key(shape)]
-        self._generic: dict[str, Kernel] = {}
+        # config -> its generic kernel, for shapes outside the mix: the plan's own where it is generic
+        self._generic: dict[str, Kernel] = {_config_key(chosen.configs[key]): k for key, k in kernels.items()
+                                            if not k.specialize}
 
     def _key(self, tensors) -> tuple:
         return tuple(tensors[self._inputs.index(t)].shape[d] for _, (t, d) in sorted(self._sizes.items()))
@@ -758,12 +760,17 @@ def _choose(sched, args, mix, study, calls, tuning_s, knobs, url: str, recipe: s
     compile_s = time.perf_counter() - t0
     opts = options(table, mix, tuning_s, compile_s)
     chosen = min(opts, key=lambda o: o.total(calls))
-    kernels = {}
+    kernels, generic = {}, {}
     for shape, _ in mix:
         key = ShapeMix.key(shape)
         cfg = chosen.configs[key]
-        spec = {k: v for k, v in shape.items()} if chosen.name == "per-shape" else None
-        kernels[key] = Kernel(sched, args, cfg, specialize=spec)
+        if chosen.name == "per-shape":
+            kernels[key] = Kernel(sched, args, cfg, specialize=dict(shape))
+        else:  # one kernel per config, checked once: a call lowers it under its shape's facts
+            ck = _config_key(cfg)
+            if ck not in generic:
+                generic[ck] = Kernel(sched, args, cfg)
+            kernels[key] = generic[ck]
     if chosen.name == "per-shape":
         chosen.notes.append("T was measured with each config's generic kernel; the specialized kernels "
                             "(sizes baked in as constants) are not timed separately")
