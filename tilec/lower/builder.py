@@ -6,7 +6,8 @@ How a stage's loops become the kernel's:
 - the inner axis of a split is a tile axis: an `arange` vector dimension (power-of-two extent);
 - every other leaf is a serial loop (`For`, pipelined if asked) or unrolled.
 Each original axis gets an offset vector `offs_<axis>` (and `mask_<axis>` where the analysis says
-its tiles may overrun).
+its tiles may overrun): its value as an expression of the leaves, with its guards and block start, is
+the stage's index map's (`layout.index`, tilec/plan/indexmap.py), printed here by `index_value`.
 
 A sum of a product whose operands cover (m, k) and (k, n) tiles becomes a `Dot` into a float32
 accumulator; other reductions become a sum, max or min over the reduce tile dimension, masked with
@@ -58,7 +59,7 @@ from tilec.lower.nest import Load as LoadTile
 from tilec.lower.nest_printer import show
 from tilec.lower.values import AxisVal, Val, ValueEmitter, _where, castable
 from tilec.plan.placement import Placed
-from tilec.schedule.schedule import Fuse, Stage
+from tilec.schedule.schedule import Fuse, Split, Stage
 
 _IDENTITY = {"sum": c.Num(0), "max": c.Num(float("-inf")), "min": c.Num(float("inf"))}
 
@@ -176,19 +177,20 @@ class KernelBuilder(ValueEmitter):
 
     def index_value(self, e: Expr, known: dict) -> Val:
         """An expression of a stage's index map (tilec/plan/indexmap.py) as code; `known` holds the code of
-        its leaves (and of a swizzled pair, named once). A split's parent `outer * f + inner` is one flat sum
-        of the levels' terms, each laid out over their joint tile dims; the right operand of any other
-        operation (a fused axis's // and % by an extent, a guard's < f, a block's * f) is a size."""
+        its leaves and of the values named once (a swizzle's). A split's parent `outer * f + inner` is one
+        flat sum of the levels' terms, each laid out over their joint tile dims; an expression of no leaf is
+        a size (`scalar`)."""
         if e in known:  # (expressions hash by identity: the map's nodes are shared, not rebuilt)
             return known[e]
-        if isinstance(e, Binary) and e.op == "+":
+        if not any(n in known for n in walk(e)):
+            return Val(self.scalar(e), (), "int32")
+        if e.op == "+" and e.a not in known and isinstance(e.a, Binary) and e.a.op == "*":
             (o, f), i = (e.a.a, e.a.b), e.b
             return self.combine(lambda x, y: c.sum_of(c.BinOp("*", x, self.scalar(f)), y),
                                 [self.index_value(o, known), self.index_value(i, known)], "int32")
-        if isinstance(e, Binary):
-            v = self.index_value(e.a, known)
-            return Val(c.BinOp(e.op, v.code, self.scalar(e.b)), v.dims, "bool" if e.op == "<" else "int32")
-        return Val(self.scalar(e), (), "int32")  # 0: a loop that runs once
+        a, b = self.index_value(e.a, known), self.index_value(e.b, known)
+        build = (lambda x, y: c.call("minimum", x, y)) if e.op == "min" else (lambda x, y: c.BinOp(e.op, x, y))
+        return self.combine(build, [a, b], "bool" if e.op in c.CMP else "int32")
 
     def factor(self, f) -> c.Ex:
         """A split factor or group size (an int, or a knob's constexpr parameter)."""
@@ -225,7 +227,7 @@ class KernelBuilder(ValueEmitter):
                 out.append(Assign(mask, c.BinOp("&", cond, v.mask) if v.mask else cond))
                 env[axis] = AxisVal(v.code, v.dims, v.level, c.Name(mask), None,
                                     v.canon and (v.canon, "<", size_text(axis.extent)))
-        leaf_val: dict[Expr, Val] = {}  # each leaf's code, by the index map's expression for it
+        leaf_val: dict[Expr, Val] = {}  # the code of each leaf (and of a value named once), by its index-map node
         level_of: dict[IterVar, int] = {}
         saved = self.stmts
         self.stmts = out
@@ -262,10 +264,10 @@ class KernelBuilder(ValueEmitter):
         # every original axis from the leaves (tilec/plan/indexmap.py); a loop that runs once (isl, under the
         # size facts) is no loop: its index is 0 there
         r = lay.index.rebuilt(zero=frozenset(lay.singles))
+        self._relation_params(lay.index)
         for rel in reversed(lay.index.fuses):  # a swizzled pair is named once, before the offsets that use it
             if rel.group is not None:
-                pair = self.grouped(x, rel, self.index_value(r.value[rel.fused], leaf_val), out)
-                leaf_val[r.value[rel.outer]], leaf_val[r.value[rel.inner]] = pair
+                self.grouped(x, rel, r, leaf_val, out)
         defs: dict[int, list] = defaultdict(list)
         value: dict[IterVar, Val] = {}
         guards: dict[IterVar, list[Val]] = {}  # conditions inside an axis's value (`Rebuilt.guards`)
@@ -333,26 +335,37 @@ class KernelBuilder(ValueEmitter):
                 f"and the kernel spills its registers to local memory; use smaller split factors, unroll "
                 f"less, or more warps (num_warps)")
 
-    def grouped(self, x: Stage, rel: Fuse, fv: Val, out: list) -> tuple[Val, Val]:
-        """The (outer, inner) pair a swizzled grid axis stands for: programs in groups of `group` outer
-        tiles, each group running down its inner tiles (Triton's GROUP_M order; the last group may be
-        smaller). The fused axis is a grid coordinate (placement checks), so these are scalars."""
-        o, i = rel.outer.name, rel.inner.name
-        n_outer, n_inner = self.scalar(rel.outer.extent), self.scalar(rel.inner.extent)
-        group = self.factor(rel.group)
-        per_group, first, size = (self.fresh(f"{n}_{o}") for n in ("per_group", "first", "group_size"))
-        fused = fv.code
-        out.append(Comment(f"{x.name}.{rel.fused.name}: programs in groups of {show(group)} {o} tiles (swizzle)"))
-        out.append(Assign(per_group, c.BinOp("*", group, n_inner)))
-        out.append(Assign(first, c.BinOp("*", c.BinOp("//", fused, c.Name(per_group)), group)))
-        out.append(Assign(size, c.call("minimum", c.BinOp("-", n_outer, c.Name(first)), group)))
+    def _relation_params(self, index) -> None:
+        """Each knob (and size) of the stage's splits and fusions is a parameter of the kernel, even one that
+        no offset needs (a split whose outer loop runs once): registered here, in the reverse order of the
+        relations, the order the kernel's signature lists them in."""
+        for rel in reversed(index.relations):
+            if isinstance(rel, Split):
+                self.factor(rel.factor)
+            elif rel.group is not None:
+                self.scalar(rel.outer.extent), self.scalar(rel.inner.extent), self.factor(rel.group)
+            else:
+                self.scalar(rel.inner.extent)
+
+    def grouped(self, x: Stage, rel: Fuse, r, known: dict, out: list) -> None:
+        """Name the values a swizzled grid axis's (outer, inner) pair is made from (`Grouping`,
+        tilec/plan/indexmap.py: programs in groups of `group` outer tiles, each group running down its inner
+        tiles), then the pair, and put their names in `known`. The fused axis is a grid coordinate
+        (placement checks), so these are scalars."""
+        g, o, i = r.groups[rel.fused], rel.outer.name, rel.inner.name
+        fused = self.index_value(r.value[rel.fused], known).code
+        out.append(Comment(f"{x.name}.{rel.fused.name}: programs in groups of {show(self.factor(rel.group))} {o} "
+                           "tiles (swizzle)"))
+        for hint, e in (("per_group", g.per_group), ("first", g.first), ("group_size", g.size)):
+            known[e] = Val(self.emit_stmt(f"{hint}_{o}", self.index_value(e, known).code), (), "int32")
+        pair = r.value[rel.outer], r.value[rel.inner]
+        codes = [self.index_value(e, known).code for e in pair]
         ov, iv = self.fresh(o), self.fresh(i)
         note = Note(("swizzle(", fused, f", group={factor_value(rel.group, self.config)})"),
                     lhs=(c.Name(ov), ", ", c.Name(iv)))
-        in_group = c.BinOp("%", fused, c.Name(per_group))
-        out.append(Assign(ov, c.BinOp("+", c.Name(first), c.BinOp("%", in_group, c.Name(size)))))
-        out.append(Assign(iv, c.BinOp("//", in_group, c.Name(size)), note))
-        return Val(c.Name(ov), (), "int32"), Val(c.Name(iv), (), "int32")
+        out.append(Assign(ov, codes[0]))
+        out.append(Assign(iv, codes[1], note))
+        known[pair[0]], known[pair[1]] = Val(c.Name(ov), (), "int32"), Val(c.Name(iv), (), "int32")
 
     def _attached(self, placed: Placed, level: int, which: str, out: list) -> None:
         """Emit what is placed at `placed`'s loop `level`: caches and producers first, consumers after."""
