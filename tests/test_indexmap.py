@@ -184,6 +184,9 @@ def test_a_swizzle_runs_every_pair_once_in_groups_of_outer_values():
     assert sorted(order) == every_point(index)
     assert order[:6] == [(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2)] and order[-3:] == [(4, 0), (4, 1), (4, 2)]
     assert str(index.forward[g]) == "((i * 3) + j)"  # the order of programs is free: the plain fuse's value
+    group = rebuilt.groups[g]  # the values the pair is made from, each one node of both (the code names it once)
+    assert [evaluate(e, {"i_j": 13}) for e in (group.per_group, group.first, group.size)] == [6, 4, 1]
+    assert rebuilt.value[i].a is group.first and rebuilt.value[j].b is group.size
 
 
 def test_knob_factors_are_read_at_the_config():

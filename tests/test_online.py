@@ -514,3 +514,42 @@ def test_a_knob_and_an_int_of_one_value_make_the_same_tiles():
     for n in (100, 64, 50):
         x = torch.randn(7, n, device=DEVICE)
         torch.testing.assert_close(kern(x), torch.exp(x) * 2.0 + 1.0)
+
+
+_TWO_CULPRITS = """
+import tilec as tc
+M, N = tc.size_vars("M N")
+X = tc.placeholder((M, N), "float32", name="X")
+V = tc.placeholder((N,), "float32", name="V")
+k, k1, k2 = tc.reduce_axis(N, name="k"), tc.reduce_axis(N, name="k1"), tc.reduce_axis(N, name="k2")
+m = tc.compute((M,), lambda i: tc.max(X[i, k], axis=k), name="m")
+E = tc.compute((M, N), lambda i, j: tc.exp(X[i, j] - m[i]), name="E")
+l = tc.compute((M,), lambda i: tc.sum(E[i, k1], axis=k1), name="l")
+P = tc.compute((M, N), lambda i, j: E[i, j] / l[i], name="P")
+O = tc.compute((M,), lambda i: tc.sum(V[k2] * P[i, k2], axis=k2), name="O")
+s = tc.create_schedule([O])
+try:
+    s[O].online(s[m], s[l])
+    tc.build(s, [X, V, O])
+except tc.TilecError as e:
+    print(e)
+"""
+
+
+def test_an_online_refusal_with_two_culprits_names_the_same_one_in_every_process():
+    """E (read by l) and P (read by O) both read a statistic and are not inlined: the refusal named the one
+    it met first in a set of names, which Python's string hashing orders differently in each process
+    (fuzz seeds 24100040, 24100801). It names them in the group's order now: the target's reads first."""
+    import os
+    import subprocess
+    import sys
+
+    said = set()
+    for seed in ("0", "1", "2", "3", "4", "5"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "TRITON_INTERPRET": "1"}
+        out = subprocess.run([sys.executable, "-c", _TWO_CULPRITS], env=env, capture_output=True, text=True,
+                             timeout=120, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        assert out.returncode == 0, out.stderr[-2000:]
+        said.add(out.stdout.strip())
+    assert len(said) == 1, said
+    assert "online(O): P reads a statistic" in said.pop()

@@ -1,6 +1,7 @@
 """The plan is the one analysis of (schedule, config): one is built per tc.build, at most one per
-checked primitive and one per cost estimate, and the int64 form of a kernel reuses it. Counted by
-wrapping the constructors of the plan (`Plan`) and of its isl time maps (`TimeMaps`)."""
+checked primitive and one per cost estimate, and the int64 form of a kernel reuses it; a call with new
+size facts plans again but proves no legality again. Counted by wrapping the constructors of the plan
+(`Plan`) and of its isl time maps (`TimeMaps`), and the legality proof (`Analysis.violation`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 import tilec as tc
 from tilec.lower.program import Program
@@ -46,6 +48,96 @@ def test_one_plan_per_build_and_none_for_the_int64_form(built):
     wide = kernel._program(True)  # the form for indices past 2**31: same analysis, wider indices
     assert built == {} and wide.analysis is kernel.program.analysis
     assert "tl.int64" in wide.source() and "tl.int64" not in kernel.source
+
+
+@pytest.fixture
+def proofs(monkeypatch):
+    """How many times legality was proved (isl's bounds, dependence and rounding checks) since `.clear()`."""
+    counts = collections.Counter()
+    orig = Analysis.violation
+
+    def counted(self):
+        counts["violation"] += 1
+        return orig(self)
+
+    monkeypatch.setattr(Analysis, "violation", counted)
+    return counts
+
+
+def test_a_call_with_new_sizes_plans_again_but_proves_no_legality_again(built, proofs):
+    """Legality does not depend on the sizes: the build proves it once, and each call whose sizes give new
+    facts (a tile that divides, a loop that runs once) lowers the checked plan under them, with no proof."""
+    A, W, C, Y = computes.gemm_silu()
+    s = tc.create_schedule(Y)
+    computes.tile_gemm(s, C, 16, 16, 16)
+    built.clear()
+    proofs.clear()
+    kernel = tc.build(s, [A, W, Y])
+    assert proofs == {"violation": 1} and built == {"Plan": 1, "TimeMaps": 1}
+    facts = set()
+    for m, k, n in ((16, 16, 16), (32, 20, 48), (17, 48, 33)):  # three shapes, three new sets of facts
+        facts.add(kernel.program.plan.call_facts({"M": m, "K": k, "N": n}))
+        built.clear()
+        proofs.clear()
+        a, w = torch.randn(m, k), torch.randn(k, n)
+        assert torch.allclose(kernel(a, w), torch.nn.functional.silu(a @ w), atol=1e-4)
+        assert proofs == {} and built == {"Plan": 1}  # the sizes' plan: its single loops and masks
+    assert len(facts) == 3 and () not in facts
+
+
+def test_a_schedule_changed_after_the_build_is_proved_again_at_new_sizes(proofs):
+    """A call with new sizes after a primitive changed the schedule lowers the schedule as it is now (as it
+    always did): that schedule was never proved under the kernel's config, so it is proved again."""
+    A, W, C, Y = computes.gemm_silu()
+    s = tc.create_schedule(Y)
+    ax = computes.tile_gemm(s, C, 16, 16, 16)
+    kernel = tc.build(s, [A, W, Y])
+    s[Y].compute_at(s[C], ax["jo"])
+    proofs.clear()
+    kernel.source_for(M=32, K=16, N=32)
+    assert proofs == {"violation": 1}
+
+
+def _examples_at(name):
+    """An example's schedule, its args, and sizes whose facts make loops run once or drop masks."""
+    mod = importlib.import_module(name)
+    s, args = mod.make()
+    return s, args, [*mod.SIZES, {n: 1 for n in mod.SIZES[0]}, {n: 64 for n in mod.SIZES[0]}]
+
+
+@pytest.mark.parametrize("name", ["matmul_silu", "splitk_gemm", "softmax", "rmsnorm", "persistent_gemm", "assume",
+                                  pytest.param("attention", marks=pytest.mark.slow),
+                                  pytest.param("swiglu", marks=pytest.mark.slow)])
+def test_new_sizes_lower_to_what_a_full_check_under_their_facts_lowers(name):
+    """The checked plan under a call's facts gives the kernels (nest and source, every form) that checking
+    the schedule again under those facts gives, and that check passes: legality holds at every size."""
+    if name == "assume":  # facts of the schedule's own (tc.assume) beside the call's
+        M, N = tc.size_vars("M N")
+        tc.assume(N % 32 == 0)
+        X = tc.placeholder((M, N), "float32", name="X")
+        c = tc.reduce_axis(N, name="c")
+        ss = tc.compute((M,), lambda r: tc.sum(X[r, c], axis=c), name="ss")
+        Y = tc.compute((M, N), lambda r, col: X[r, col] - ss[r] / N, name="Y")
+        s = tc.create_schedule(Y)
+        s[Y].split(Y.axis[1], 64)
+        s[Y].bind(Y.axis[0], "program_id.0")
+        s[ss].split(c, 64)
+        s[ss].compute_at(s[Y], Y.axis[0])
+        args, sizes = [X, Y], [{"M": 3, "N": 64}, {"M": 5, "N": 32}, {"M": 64, "N": 128}, {"M": 1, "N": 96}]
+    else:
+        s, args, sizes = _examples_at(name)
+    kernel = tc.build(s, args)
+    seen = set()
+    for shape in sizes:
+        facts = kernel.program.plan.call_facts(shape)
+        seen.add(facts)
+        fast = kernel._program(False, True, facts)
+        full = Program(s, kernel.config, target=kernel.target, outputs=kernel.outputs, assume=facts)
+        assert str(fast) == str(full)
+        for target, int64 in (("cuda", False), ("interpreter", False), ("cuda", True)):
+            assert fast.with_form(target=target, int64=int64).source() == \
+                full.with_form(target=target, int64=int64).source()
+    assert len(seen) >= 3
 
 
 def test_at_most_one_plan_per_checked_primitive(built):

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import tilec as tc
+from tilec.ir.expr import IterVar
 from tilec.schedule import AxisRef, KnobRef, StageRef, Step, TensorRef, Trace
 from tilec.schedule import trace as trace_mod
 
@@ -495,3 +496,223 @@ def test_an_int_subclass_factor_is_recorded_as_a_plain_int():
     assert s.log == ["Z: split(j, 16) -> jo, ji"] and type(s.trace[0].args[1]) is int
     assert "Z_jo, Z_ji = Z.split(Z_j, 16)" in str(s.trace)
     assert_same(s, run_text(s.trace, [Z]))
+
+
+# ---------------------------------------------------------------------------------------------
+# study names: a tuning study's name hashes the schedule's fingerprint (its trace's lines) and its knobs in
+# order, with the mix, args, device and versions (tilec/tune/study.py, study_key); the schedule's part is
+# pinned here, version-free, so that a change of how the trace is kept cannot rename stored studies
+
+
+def _flags_schedule() -> tc.Schedule:
+    """A GEMM whose every on/off argument is a flag and every count a knob (split_k, pipeline, num_warps,
+    cache_read's and cache_write's tma); `_persistent_schedule` has swizzle, unroll and persistent."""
+    A, W, C, Y = computes.gemm_silu()
+    s = tc.create_schedule(Y)
+    i, j = C.axis
+    io, jo, ii, ji = s[C].tile(i, j, tc.knob("BM", [16, 32]), tc.knob("BN", [16, 32]))
+    ko, ki = s[C].split(C.reduce_axis[0], tc.knob("BK", [16, 32]))
+    s[C].reorder(io, jo, ko, ii, ji, ki)
+    s.cache_read(A, "shared", readers=[C], tma=tc.flag("TMA")).compute_at(s[C], ko)
+    s[C].bind(io, "program_id.0")
+    s[C].bind(jo, "program_id.1")
+    s[C].split_k(ko, tc.knob("SPLIT_K", [2, 1]), deterministic=tc.flag("DET"))
+    s[C].pipeline(ko, tc.knob("stages", [2, 3]))
+    s[C].num_warps(tc.knob("warps", [4, 8]))
+    s.cache_write(C, "local", tma=tc.flag("TMA_STORE")).compute_at(s[C], jo)
+    s[Y].compute_at(s[C], jo)
+    return s
+
+
+def _persistent_schedule() -> tc.Schedule:
+    A, W, C, Y = computes.gemm_silu()
+    s = tc.create_schedule(Y)
+    io, jo, ii, ji = s[C].tile(*C.axis, 16, 16)
+    iio, iii = s[C].split(ii, 4)
+    s[C].unroll(iio)
+    tiles = s[C].swizzle(io, jo, tc.knob("GROUP_M", [8, 4]))
+    s[C].bind(tiles, "program_id.0")
+    s[C].persistent(tiles, flatten=tc.flag("FLATTEN"))
+    return s
+
+
+def _online_flag_schedule() -> tc.Schedule:
+    X, (c, c2), mx, den, Y = computes.softmax()
+    s = tc.create_schedule(Y)
+    s[Y].split(Y.axis[1], tc.knob("B", [16, 64]))
+    s[Y].bind(Y.axis[0], "program_id.0")
+    s[den].split(c2, tc.knob("B", [16, 64]))
+    s[den].compute_at(s[Y], Y.axis[0])
+    s[den].online(s[mx], skip_masked=tc.flag("SKIP"))
+    return s
+
+
+PINNED_SCHEDULES = {  # digest of [fingerprint, knobs] (the schedule's part of the study name), at 7858f78
+    "attention": "7a69bfb591434285",
+    "attention-split": "e979e201fd8e6d41",
+    "attention-causal-noskip": "f0b5340e9af5edec",
+    "batched_matmul": "3bb9882a2abf9167",
+    "matmul": "6a46564750cd2add",
+    "matmul_silu": "a58d548ac6e44eaa",
+    "persistent_gemm": "ce1f7e2262261611",
+    "persistent_gemm-plain": "3f301c1c5811c2c1",
+    "rmsnorm": "9933a3aac2182de3",
+    "rowscale_fp8": "ae8f5fd0225cbe7b",
+    "silu_mul_fp8": "52dc180dfd233e0c",
+    "softmax": "7b0ea1bb8e8bf545",
+    "softmax-split": "a06f4670be231b9a",
+    "splitk_gemm": "60eda4e87974fcd2",
+    "swiglu": "56a7bc027b81cd67",
+    "swiglu-two-loops": "d2445433df238238",
+    "transpose_bias": "10183d988beabe3c",
+    "flags": "7561f399140fb740", "persistent": "20342d7ef354a1ae", "online-flag": "d942f529484229eb",
+}
+_VARIANTS = {"attention-split": {"split": True}, "attention-causal-noskip": {"causal": True, "skip_masked": False},
+             "persistent_gemm-plain": {"epilogue": False}, "softmax-split": {"split": True},
+             "swiglu-two-loops": {"one_loop": False}}
+_BY_HAND = {"flags": _flags_schedule, "persistent": _persistent_schedule, "online-flag": _online_flag_schedule}
+
+
+def _schedule_digest(s: tc.Schedule) -> str:
+    import hashlib
+    import json
+    knobs = {n: list(k.choices) for n, k in s.knobs.items()}
+    return hashlib.sha256(json.dumps([s.fingerprint(), knobs]).encode()).hexdigest()[:16]
+
+
+@pytest.mark.parametrize("case", sorted(PINNED_SCHEDULES))
+def test_study_names_stay_the_same(case):
+    """What a study name hashes of the schedule (fingerprint, knobs in order) is what it was: stored studies
+    keep their names. tests/test_plan.py pins one whole study name (interpreter, these versions)."""
+    if case in _BY_HAND:
+        s = _BY_HAND[case]()
+    else:
+        s = importlib.import_module(case.split("-")[0]).make(**_VARIANTS.get(case, {}))[0]
+    assert _schedule_digest(s) == PINNED_SCHEDULES[case], (case, s.log, list(s.knobs))
+
+
+# ---------------------------------------------------------------------------------------------
+# the trace is the schedule: each stage's state is the fold of its steps (tilec/schedule/state.py)
+
+
+def _state(s: tc.Schedule) -> list:
+    """Every stage's state, and the schedule's knobs and caches, as comparable plain data."""
+    def name(v):
+        return v.name if isinstance(v, (tc.Stage, IterVar)) else repr(v)
+
+    out = []
+    for st in [*s.stages.values(), *s.caches]:
+        at = st.attach if not isinstance(st.attach, tuple) else tuple(map(name, st.attach))
+        out.append((st.name, st.kind, at, [a.name for a in st.leaves], [repr(r) for r in st.relations],
+                    {a.name: d for a, d in st.binds.items()}, {a.name: repr(v) for a, v in st.pipelines.items()},
+                    sorted(a.name for a in st.unrolled), repr(st.warps), repr(st.tma),
+                    {a.name: repr(v) for a, v in st.persistent_axes.items()},
+                    st.fused_with and tuple(map(name, st.fused_with)),
+                    st.k_split and tuple(map(name, st.k_split)), [x.name for x in st.online_stats],
+                    repr(st.online_skip), st.touched, sorted(st.all_axes)))
+    return out + [[(n, k.choices, type(k).__name__) for n, k in s.knobs.items()]]
+
+
+def test_every_primitive_has_one_apply_function():
+    from tilec.schedule import state
+    assert set(state.APPLY) == set(trace_mod.PRIMITIVES)
+    assert state.LOOPS | state.PLACES <= set(trace_mod.PRIMITIVES)
+
+
+@pytest.mark.parametrize("case", sorted(PINNED_SCHEDULES))
+def test_the_state_is_the_fold_of_the_trace(case):
+    """A schedule folded from its trace alone (no primitive run again) has the state the primitives left,
+    lowers to the same source; folding its own trace again gives back the same stage and axis objects."""
+    s = _BY_HAND[case]() if case in _BY_HAND else \
+        importlib.import_module(case.split("-")[0]).make(**_VARIANTS.get(case, {}))[0]
+    r = s._refolded(s.trace)
+    assert _state(r) == _state(s) and r.trace == s.trace and r.fingerprint() == s.fingerprint()
+    assert all(a is not b for a, b in zip(r.caches, s.caches))  # a cache stage belongs to one schedule
+    before = {st.name: (st, list(st.leaves), st.attach) for st in [*s.stages.values(), *s.caches]}
+    s._fold()
+    assert {st.name: (st, list(st.leaves), st.attach) for st in [*s.stages.values(), *s.caches]} == before
+    if case in ("matmul_silu", "softmax", "flags"):  # lowering costs: a few cases
+        assert tc.lower(r).source() == tc.lower(s).source()
+
+
+def test_a_refused_primitive_is_dropped_and_the_rest_folded_again():
+    """The state after a refused primitive is the fold of the steps before it: the same objects the user
+    holds, the knob it declared gone (a knob of that name with other choices is then a new one)."""
+    s, (A, W, C, Y), ko = design_schedule()
+    before, leaves, trace = _state(s), list(s[C].leaves), s.trace
+    with pytest.raises(tc.IllegalScheduleError, match=r"compute_at\(Y, C.ko\)"):
+        s[Y].compute_at(s[C], ko)
+    assert _state(s) == before and s[C].leaves == leaves and all(a is b for a, b in zip(s[C].leaves, leaves))
+    k2 = s[C].tensor.reduce_axis[0]
+    with pytest.raises(tc.LoweringError, match=r"offers 24"):
+        s[C].split(s[C].leaves[-1], tc.knob("BKI", [8, 24]))  # 24 can never be a tile of the reduce axis
+    assert _state(s) == before and "BKI" not in s.knobs and s.trace == trace
+    kio, kii = s[C].split(s[C].leaves[-1], tc.knob("BKI", [8, 16]))
+    assert s.knobs["BKI"].choices == (8, 16) and s[C].leaves[-2:] == [kio, kii] and k2 not in s[C].leaves
+    assert _state(tc.replay(s.trace, s.outputs)) == _state(s)
+
+
+def test_legal_places_fold_the_trace_with_the_placement_swapped(monkeypatch):
+    """legal_places tries each loop on the schedule its trace gives with the stage's placement step swapped
+    for compute_at at that loop (appended where the stage was placed by hand); the schedule is untouched."""
+    from tilec.plan import legal_places
+    from tilec.schedule.schedule import Schedule
+    s, (A, W, C, Y), ko = design_schedule()
+    tried = []
+    fold = Schedule._refolded
+
+    def refolded(self, steps):
+        tried.append(list(steps))
+        return fold(self, steps)
+
+    monkeypatch.setattr(Schedule, "_refolded", refolded)
+    before, trace = _state(s), s.trace
+    assert legal_places(s[Y]) == ["C.io", "C.jo"]
+    assert _state(s) == before and s.trace == trace
+    rest = [st for st in trace if st.text != "Y: compute_at(C, jo)"]
+    assert len(rest) == len(trace) - 1
+    assert [t[:-1] for t in tried] == [rest] * len(s[C].leaves)
+    assert [t[-1].text for t in tried] == [f"Y: compute_at(C, {a.name})" for a in s[C].leaves]
+    tried.clear()
+    s[Y].compute_root()
+    s[Y].attach = (s[C], ko)  # by hand: no step to swap
+    assert legal_places(s[Y]) == ["C.io", "C.jo"]
+    assert [t[:-1] for t in tried] == [list(s.trace[:-1])] * len(s[C].leaves)  # compute_root swapped
+
+
+def test_a_detached_stage_folds_its_own_steps():
+    """The default schedule lowering gives an untouched stage is a detached stage: its steps are its own
+    (not the schedule's trace) and its state is their fold."""
+    from tilec.schedule.defaults import default_stage
+    s = tc.create_schedule(computes.gemm_silu()[-1])
+    st = default_stage(s["C"])
+    assert len(s.trace) == 0 and st.detached and [x.text for x in st.steps] == tc.default_trace(s["C"]).lines
+    assert st.touched and [a.name for a in st.leaves] == ["io_jo", "ko", "ii", "ji", "ki"]
+    assert st.binds == {st.leaves[0]: 0} and st.relations[-1].fused is st.leaves[0]
+    assert not s["C"].touched and s["C"].leaves == [*s["C"].tensor.axis, *s["C"].tensor.reduce_axis]
+
+
+@pytest.mark.parametrize("case", ["attention-split", "flags", "online-flag", "persistent", "swiglu"])
+def test_json_text_round_trips(case):
+    """`to_json` is the trace as data (what a tuning study stores); `from_json` reads back the same steps,
+    with their `within` and the axes' names, so the Python text and the replay are the same."""
+    s = _BY_HAND[case]() if case in _BY_HAND else \
+        importlib.import_module(case.split("-")[0]).make(**_VARIANTS.get(case, {}))[0]
+    back = Trace.from_json(s.trace.to_json())
+    assert back == s.trace and back.axes == s.trace.axes and [st.within for st in back] == [st.within for st in s.trace]
+    assert str(back) == str(s.trace) and tc.replay(back, s.outputs).fingerprint() == s.fingerprint()
+
+
+@pytest.mark.parametrize("text,why", [
+    ("[]", "expected a dict, got list"), ('{"axes": {}}', "no 'steps'"), ("nonsense", "Expecting value"),
+    ('{"steps": [{"primitive": "eval", "stage": "C", "args": [], "results": [], "within": null}], "axes": {}}',
+     "unknown primitive 'eval'"),
+    ('{"steps": [{"primitive": "split", "stage": "C", "args": [{"axis": ["C"]}, 4], "results": [], "within": null}], '
+     '"axes": {}}', r"not an argument of a step: \{'axis': \['C'\]\}"),
+    ('{"steps": [{"primitive": "split", "stage": "C", "args": [], "results": "io", "within": null}], "axes": {}}',
+     "expected a list of names"),
+    ('{"steps": [], "axes": {"C": [["i"]]}}', r"the axes of C are \[axis names, reduce axis names\]"),
+])
+def test_json_text_that_is_no_trace_is_refused(text, why):
+    with pytest.raises(tc.ArgumentError, match=rf"^Trace.from_json: not a trace's JSON text \(Trace.to_json\): .*{why}"):
+        Trace.from_json(text)

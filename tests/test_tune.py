@@ -222,6 +222,37 @@ def test_study_name_changes_with_the_kernel(tmp_path):
     assert study_key(s1, tune_case.MIX, args1) != study_key(s2, tune_case.MIX, args2)
 
 
+def test_a_tuned_result_is_stored_as_trace_and_config_and_builds_without_the_schedule_code(tmp_path):
+    """The study keeps the schedule's trace beside its trials: (trace, best config) read back from the
+    storage alone rebuilds the tuned kernel on the computation, without running tune_case.make (the
+    user's file); a trace that is not one, or a config of other knobs, is refused."""
+    from tilec.tune.study import build_stored, stored_plan
+    s, args = tune_case.make()
+    storage = f"sqlite:///{tmp_path / 't.db'}"
+    tc.tune(s, tune_case.MIX, trials=2, args=args, reference=tune_case.reference, storage=storage, study_name="t",
+            timer=lambda kernel, inputs: 1e-6 * kernel.config["BM"], jobs=0, progress=False)
+    study = optuna.load_study(study_name="t", storage=storage)
+    trace, config = stored_plan(study)
+    assert trace == s.trace.to_json() and set(config) == set(s.knobs)
+    M, N, K = tc.size_vars("M N K")  # the computation alone, made again
+    A = tc.placeholder((M, K), "float32", name="A")
+    W = tc.placeholder((K, N), "float32", name="W")
+    k = tc.reduce_axis(K, name="k")
+    C = tc.compute((M, N), lambda i, j: tc.sum(A[i, k] * W[k, j], axis=k), name="C")
+    kern = build_stored(trace, config, C, [A, W, C])
+    assert kern.source == tc.build(s, args, config=config).source
+    a, w = torch.randn(40, 24), torch.randn(24, 20)
+    torch.testing.assert_close(kern(a, w), a @ w)
+    with pytest.raises(tc.ArgumentError, match=r"is not a config of the stored schedule's knobs \(BM in \[16, 32\]"):
+        build_stored(trace, {**config, "BM": 64}, C, [A, W, C])
+    study.set_user_attr("trace", '{"steps": [{"primitive": "exec"}]}')
+    with pytest.raises(tc.ArgumentError, match=r"^Trace.from_json: not a trace's JSON text"):
+        build_stored(stored_plan(study)[0], config, C, [A, W, C])
+    empty = optuna.create_study(study_name="empty", storage=storage)
+    with pytest.raises(tc.ArgumentError, match=r"study empty stores no schedule trace"):
+        stored_plan(empty)
+
+
 def _spawn(storage, trials, mode, study):
     # keep the caller's PYTHONPATH (the GPU host puts islpy/optuna wheels there) and TRITON_INTERPRET
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE.parent), os.environ.get("PYTHONPATH")]))}

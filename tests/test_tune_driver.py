@@ -175,6 +175,20 @@ def test_choose_takes_the_fastest_completed_config(tmp_path):
     assert all(c == fast for c in tuned.chosen.configs.values()) and len(tuned.kernels) == 2
 
 
+def test_a_generic_plan_builds_one_kernel_per_config(tmp_path, monkeypatch):
+    """The shapes a generic plan serves with one config share one kernel, checked once (each call lowers its
+    plan under the shape's facts), which also serves the shapes outside the mix nearest to them."""
+    run = _opened(tmp_path)
+    _complete(run, _feasible(run)[0], 1e-3)
+    built = []
+    monkeypatch.setattr(study_mod, "Kernel", lambda *a, **kw: built.append(kw) or tc.build(*a, **kw))
+    tuned = run.choose()
+    assert tuned.chosen.name == "generic" and len(tuned.kernels) == 2
+    assert len(set(map(id, tuned.kernels.values()))) == 1
+    assert built == [{"specialize": dict(tune_case.MIX.shapes[0])}, {}]  # the compile time's kernel, the plan's
+    assert tuned._kernel_at((24, 1000, 20)) is tuned.kernels["K=24,M=40,N=20"] and len(built) == 2
+
+
 def test_the_phases_warnings_point_at_the_caller_of_tune(tmp_path, monkeypatch):
     """tc.tune runs `start` itself, so that the warning of a GPU measured unisolated (no recipe) points
     at the line calling tc.tune, as the FewerConfigs warning does."""

@@ -6,7 +6,8 @@ How a stage's loops become the kernel's:
 - the inner axis of a split is a tile axis: an `arange` vector dimension (power-of-two extent);
 - every other leaf is a serial loop (`For`, pipelined if asked) or unrolled.
 Each original axis gets an offset vector `offs_<axis>` (and `mask_<axis>` where the analysis says
-its tiles may overrun).
+its tiles may overrun): its value as an expression of the leaves, with its guards and block start, is
+the stage's index map's (`layout.index`, tilec/plan/indexmap.py), printed here by `index_value`.
 
 A sum of a product whose operands cover (m, k) and (k, n) tiles becomes a `Dot` into a float32
 accumulator; other reductions become a sum, max or min over the reduce tile dimension, masked with
@@ -20,10 +21,9 @@ The rewrites of the built IR are passes (passes.py).
 
 from __future__ import annotations
 
-import builtins
 from collections import defaultdict
 
-from tilec.errors import ArgumentError, LoweringError
+from tilec.errors import LoweringError
 from tilec.ir import dtypes
 from tilec.ir.expr import (
     Binary,
@@ -31,9 +31,9 @@ from tilec.ir.expr import (
     Expr,
     IterVar,
     SizeVar,
-    evaluate,
     size_text,  # noqa: I001
     substitute,
+    walk,
 )
 from tilec.ir.knob import Knob, factor_value
 from tilec.ir.tensor import sizes_of
@@ -58,32 +58,6 @@ from tilec.lower.split_k import SplitKParts
 from tilec.lower.values import AxisVal, Val, ValueEmitter, castable
 from tilec.plan.placement import Placed
 from tilec.schedule.schedule import Fuse, Split, Stage
-
-
-def _may_overrun(st: Stage, axis: IterVar, config: dict) -> bool:
-    """Whether the value that `axis` (split or fused further) is rebuilt from may reach its extent:
-    a split by a factor that does not divide it makes the last tile run past it."""
-    def top(a: IterVar):  # the largest value a's rebuilt value can take, None if unknown
-        for rel in st.relations:
-            if isinstance(rel, Split) and rel.parent is a:
-                o, i = top(rel.outer), top(rel.inner)
-                return None if o is None or i is None else o * factor_value(rel.factor, config) + i
-            if isinstance(rel, Fuse) and a in (rel.outer, rel.inner):
-                fused, ext = top(rel.fused), _const_extent(rel.inner.extent, config)
-                if fused is None or ext is None:
-                    return None
-                return fused // ext if a is rel.outer else builtins.min(fused, ext - 1)
-        ext = _const_extent(a.extent, config)
-        return None if ext is None else ext - 1
-    top_value, ext = top(axis), _const_extent(axis.extent, config)
-    return top_value is None or ext is None or top_value >= ext
-
-
-def _const_extent(e: Expr, config: dict) -> int | None:
-    try:
-        return evaluate(e, config)
-    except (ArgumentError, KeyError):
-        return None
 
 
 def scalar_code(e: Expr, specialize: dict, param) -> c.Ex:
@@ -183,6 +157,23 @@ class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, ValueEmitte
         """A scalar size expression (sizes, knobs, ints) as an expression of the kernel's parameters."""
         return scalar_code(e, self.p.specialize, self._param)
 
+    def index_value(self, e: Expr, known: dict) -> Val:
+        """An expression of a stage's index map (tilec/plan/indexmap.py) as code; `known` holds the code of
+        its leaves and of the values named once (a swizzle's). A split's parent `outer * f + inner` is one
+        flat sum of the levels' terms, each laid out over their joint tile dims; an expression of no leaf is
+        a size (`scalar`)."""
+        if e in known:  # (expressions hash by identity: the map's nodes are shared, not rebuilt)
+            return known[e]
+        if not any(n in known for n in walk(e)):
+            return Val(self.scalar(e), (), "int32")
+        if e.op == "+" and e.a not in known and isinstance(e.a, Binary) and e.a.op == "*":
+            (o, f), i = (e.a.a, e.a.b), e.b
+            return self.combine(lambda x, y: c.sum_of(c.BinOp("*", x, self.scalar(f)), y),
+                                [self.index_value(o, known), self.index_value(i, known)], "int32")
+        a, b = self.index_value(e.a, known), self.index_value(e.b, known)
+        build = (lambda x, y: c.call("minimum", x, y)) if e.op == "min" else (lambda x, y: c.BinOp(e.op, x, y))
+        return self.combine(build, [a, b], "bool" if e.op in c.CMP else "int32")
+
     def factor(self, f) -> c.Ex:
         """A split factor or group size (an int, or a knob's constexpr parameter)."""
         return self.scalar(f) if isinstance(f, Knob) else c.Num(int(f))
@@ -218,7 +209,7 @@ class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, ValueEmitte
                 out.append(Assign(mask, c.BinOp("&", cond, v.mask) if v.mask else cond))
                 env[axis] = AxisVal(v.code, v.dims, v.level, c.Name(mask), None,
                                     v.canon and (v.canon, "<", size_text(axis.extent)))
-        leaf_val: dict[IterVar, Val] = {}
+        leaf_val: dict[Expr, Val] = {}  # the code of each leaf (and of a value named once), by its index-map node
         level_of: dict[IterVar, int] = {}
         saved = self.stmts
         self.stmts = out
@@ -238,12 +229,10 @@ class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, ValueEmitte
         for n, a in enumerate(lay.loops):
             loop_vars[a] = self.fresh(a.name)
             leaf_val[a], level_of[a] = Val(c.LoopIndex(loop_vars[a]), (), "int32"), n
-        for a in lay.singles:  # a loop that runs once (isl, under the size facts): no loop, index 0
-            leaf_val[a], level_of[a] = Val(c.Num(0), (), "int32"), -1
         for a in lay.tiles:
             dim = self.fresh(a.name)
             self.dim_order.append(dim)
-            factor = next(r.factor for r in st.relations if isinstance(r, Split) and r.inner is a)
+            factor = lay.index.tile_split(a).factor
             self.dim_extent[dim] = self.scalar(factor) if isinstance(factor, Knob) else c.Num(lay.tile_extent[a])
             arange = c.call("arange", 0, self.dim_extent[dim])
             if self.piece is not None and self.piece[0] is a:  # one power-of-two piece of the tile
@@ -252,45 +241,37 @@ class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, ValueEmitte
                 arange = c.call("arange", 0, length)
                 arange = c.BinOp("+", c.Num(start), arange) if start else arange
             leaf_val[a], level_of[a] = Val(arange, (dim,), "int32"), -1
-        # guards[a]: conditions on intermediate axes inside a's value that may overrun without a's own
-        # value overrunning (the inner axis of a split, split again by a factor that does not divide it)
-        guards: dict[IterVar, list[Val]] = defaultdict(list)
-        block: dict[IterVar, c.Ex] = {}  # axis -> the start of its block, where it is outer * f + a tile's arange
-        for rel in reversed(st.relations):
-            if isinstance(rel, Split) and rel.outer in leaf_val and rel.inner in leaf_val:
-                o, i = leaf_val[rel.outer], leaf_val[rel.inner]
-                fac = self.factor(rel.factor)
-                zero = o.code == c.Num(0)  # the outer leaf is a loop that runs once
-                if rel.inner in lay.tiles and not o.dims:
-                    start = c.Num(0) if zero else c.BinOp("*", o.code, fac)
-                    if self.piece is not None and self.piece[0] is rel.inner and self.piece[1]:
-                        start = c.Num(self.piece[1]) if zero else c.BinOp("+", start, c.Num(self.piece[1]))
-                    block[rel.parent] = start
-                leaf_val[rel.parent] = i if zero else self.combine(  # one flat sum of the levels' terms
-                    lambda x, y, f=fac: c.sum_of(c.BinOp("*", x, f), y), [o, i], "int32")
-                level_of[rel.parent] = max(level_of[rel.outer], level_of[rel.inner])
-                guards[rel.parent] = guards[rel.outer] + guards[rel.inner]
-                if rel.inner not in lay.kind and _may_overrun(st, rel.inner, self.config):
-                    guards[rel.parent].append(self.combine(lambda x, f=fac: c.BinOp("<", x, f), [i], "bool"))
-            elif isinstance(rel, Fuse) and rel.fused in leaf_val and rel.group is not None:
-                leaf_val[rel.outer], leaf_val[rel.inner] = self.grouped(x, rel, leaf_val[rel.fused], out)
-                level_of[rel.outer] = level_of[rel.inner] = level_of[rel.fused]
-                guards[rel.outer] = guards[rel.inner] = list(guards[rel.fused])
-            elif isinstance(rel, Fuse) and rel.fused in leaf_val:
-                fv = leaf_val[rel.fused]
-                ext = self.scalar(rel.inner.extent)
-                leaf_val[rel.outer] = Val(c.BinOp("//", fv.code, ext), fv.dims, "int32")
-                leaf_val[rel.inner] = Val(c.BinOp("%", fv.code, ext), fv.dims, "int32")
-                level_of[rel.outer] = level_of[rel.inner] = level_of[rel.fused]
-                guards[rel.outer] = guards[rel.inner] = list(guards[rel.fused])
+        # every original axis from the leaves (tilec/plan/indexmap.py); a loop that runs once (isl, under the
+        # size facts) is no loop: its index is 0 there
+        r = lay.index.rebuilt(zero=frozenset(lay.singles))
+        self._relation_params(lay.index)
+        for rel in reversed(lay.index.fuses):  # a swizzled pair is named once, before the offsets that use it
+            if rel.group is not None:
+                self.grouped(x, rel, r, leaf_val, out)
         defs: dict[int, list] = defaultdict(list)
-        for axis in list(x.tensor.axis) + list(x.tensor.reduce_axis):
-            if axis not in env:
-                defs[level_of[axis]].append(axis)
+        value: dict[IterVar, Val] = {}
+        guards: dict[IterVar, list[Val]] = {}  # conditions inside an axis's value (`Rebuilt.guards`)
+        block: dict[IterVar, c.Ex] = {}  # axis -> the start of its block, where it is outer * f + a tile's arange
+        for axis in lay.index.originals:
+            if axis in env:
+                continue
+            value[axis] = self.index_value(r.value[axis], leaf_val)
+            guards[axis] = [self.index_value(g, leaf_val) for g in r.guards[axis]]
+            split = lay.index.split_of(axis)
+            if axis in r.block and split.inner in lay.tiles:
+                start = self.index_value(r.block[axis], leaf_val)
+                if not start.dims:
+                    block[axis] = start.code
+                    if self.piece is not None and self.piece[0] is split.inner and self.piece[1]:
+                        piece = c.Num(self.piece[1])  # this piece's place in the sub-tiled tile
+                        block[axis] = piece if start.code == c.Num(0) else c.BinOp("+", start.code, piece)
+            leaves = [a for a in walk(r.value[axis]) if isinstance(a, IterVar) and a in level_of]
+            level_of[axis] = max((level_of[a] for a in leaves), default=-1)  # the innermost loop it changes in
+            defs[level_of[axis]].append(axis)
 
         def define(axes: list, stmts: list) -> None:
             for axis in axes:
-                v = leaf_val[axis]
+                v = value[axis]
                 name = self.fresh(f"offs_{axis.name}")
                 stmts.append(Assign(name, v.code))  # int64 form: of int64 program ids and loop counters
                 mask = None
@@ -334,26 +315,37 @@ class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, ValueEmitte
                 f"and the kernel spills its registers to local memory; use smaller split factors, unroll "
                 f"less, or more warps (num_warps)")
 
-    def grouped(self, x: Stage, rel: Fuse, fv: Val, out: list) -> tuple[Val, Val]:
-        """The (outer, inner) pair a swizzled grid axis stands for: programs in groups of `group` outer
-        tiles, each group running down its inner tiles (Triton's GROUP_M order; the last group may be
-        smaller). The fused axis is a grid coordinate (placement checks), so these are scalars."""
-        o, i = rel.outer.name, rel.inner.name
-        n_outer, n_inner = self.scalar(rel.outer.extent), self.scalar(rel.inner.extent)
-        group = self.factor(rel.group)
-        per_group, first, size = (self.fresh(f"{n}_{o}") for n in ("per_group", "first", "group_size"))
-        fused = fv.code
-        out.append(Comment(f"{x.name}.{rel.fused.name}: programs in groups of {show(group)} {o} tiles (swizzle)"))
-        out.append(Assign(per_group, c.BinOp("*", group, n_inner)))
-        out.append(Assign(first, c.BinOp("*", c.BinOp("//", fused, c.Name(per_group)), group)))
-        out.append(Assign(size, c.call("minimum", c.BinOp("-", n_outer, c.Name(first)), group)))
+    def _relation_params(self, index) -> None:
+        """Each knob (and size) of the stage's splits and fusions is a parameter of the kernel, even one that
+        no offset needs (a split whose outer loop runs once): registered here, in the reverse order of the
+        relations, the order the kernel's signature lists them in."""
+        for rel in reversed(index.relations):
+            if isinstance(rel, Split):
+                self.factor(rel.factor)
+            elif rel.group is not None:
+                self.scalar(rel.outer.extent), self.scalar(rel.inner.extent), self.factor(rel.group)
+            else:
+                self.scalar(rel.inner.extent)
+
+    def grouped(self, x: Stage, rel: Fuse, r, known: dict, out: list) -> None:
+        """Name the values a swizzled grid axis's (outer, inner) pair is made from (`Grouping`,
+        tilec/plan/indexmap.py: programs in groups of `group` outer tiles, each group running down its inner
+        tiles), then the pair, and put their names in `known`. The fused axis is a grid coordinate
+        (placement checks), so these are scalars."""
+        g, o, i = r.groups[rel.fused], rel.outer.name, rel.inner.name
+        fused = self.index_value(r.value[rel.fused], known).code
+        out.append(Comment(f"{x.name}.{rel.fused.name}: programs in groups of {show(self.factor(rel.group))} {o} "
+                           "tiles (swizzle)"))
+        for hint, e in (("per_group", g.per_group), ("first", g.first), ("group_size", g.size)):
+            known[e] = Val(self.emit_stmt(f"{hint}_{o}", self.index_value(e, known).code), (), "int32")
+        pair = r.value[rel.outer], r.value[rel.inner]
+        codes = [self.index_value(e, known).code for e in pair]
         ov, iv = self.fresh(o), self.fresh(i)
         note = Note(("swizzle(", fused, f", group={factor_value(rel.group, self.config)})"),
                     lhs=(c.Name(ov), ", ", c.Name(iv)))
-        in_group = c.BinOp("%", fused, c.Name(per_group))
-        out.append(Assign(ov, c.BinOp("+", c.Name(first), c.BinOp("%", in_group, c.Name(size)))))
-        out.append(Assign(iv, c.BinOp("//", in_group, c.Name(size)), note))
-        return Val(c.Name(ov), (), "int32"), Val(c.Name(iv), (), "int32")
+        out.append(Assign(ov, codes[0]))
+        out.append(Assign(iv, codes[1], note))
+        known[pair[0]], known[pair[1]] = Val(c.Name(ov), (), "int32"), Val(c.Name(iv), (), "int32")
 
     def _attached(self, placed: Placed, level: int, which: str, out: list) -> None:
         """Emit what is placed at `placed`'s loop `level`: caches and producers first, consumers after."""

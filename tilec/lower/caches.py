@@ -14,7 +14,7 @@ from tilec.lower import code as c
 from tilec.lower.nest import Assign, Comment
 from tilec.lower.values import AxisVal
 from tilec.plan.placement import Placed
-from tilec.schedule.schedule import Split, Stage
+from tilec.schedule.schedule import Stage
 
 
 class CacheReads:
@@ -98,7 +98,7 @@ class CacheReads:
         if tile is None:
             return None
         lay = p.layout
-        split = next(r for r in lay.stage.relations if isinstance(r, Split) and r.parent is a)
+        split = lay.index.split_of(a)
         dim = self.fresh(split.inner.name)
         self.dim_order.append(dim)
         self.dim_extent[dim] = self.scalar(split.factor) if isinstance(split.factor, Knob) else c.Num(tile[0])

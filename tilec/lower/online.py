@@ -17,7 +17,6 @@ from tilec.lower.nest import AccInit, Comment, Note, Update
 from tilec.lower.reductions import _IDENTITY, compute_text
 from tilec.lower.values import Val, _where
 from tilec.plan.placement import Placed
-from tilec.schedule.schedule import Split
 
 
 def _linear(terms: list) -> c.Ex:
@@ -83,7 +82,7 @@ class OnlineLoop:
         x, lay = placed.stage, placed.layout
         (j,) = x.tensor.body.axes
         loops = [n for n, leaf in enumerate(lay.loops) if j in lay.origin[leaf]]
-        split = next((r for r in lay.stage.relations if isinstance(r, Split) and r.parent is j), None)
+        split = lay.index.split_of(j)
         ineqs = inequalities(form.mask)
         if ineqs is None or len(loops) != 1 or split is None or lay.loops[loops[0]] is not split.outer \
                 or split.inner not in lay.tiles:

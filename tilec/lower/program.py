@@ -58,13 +58,19 @@ class Program:
     """A lowered schedule: kernels (loop-nest IR) in launch order and the buffers between them."""
 
     def __init__(self, sched: Schedule, config=None, *, target: str = "cuda", int64: bool = False,
-                 outputs=None, specialize=None, descriptors: bool = True, assume=()):
+                 outputs=None, specialize=None, descriptors: bool = True, assume=(), analysis: Analysis | None = None):
         self.sched = sched
         self.form = _form(target, int64, descriptors)
         # the passes: analysis (plan, isl facts) -> legality -> masks -> loop-nest IR, once. `assume`: the
-        # facts of a call's sizes (Plan.call_facts), under which the loops that run once are no loops
-        self.analysis: Analysis = check_schedule(sched, resolve_config(sched.knobs, config), outputs=outputs,
-                                                 specialize=_check_specialize(sched, specialize), assume=assume)
+        # facts of a call's sizes (Plan.call_facts), under which the loops that run once are no loops.
+        # `analysis`: one already checked (tilec.plan.check.at_sizes: a kernel's plan under a call's size
+        # facts), which gives the config, outputs, specialization and facts instead of the arguments
+        if analysis is None:
+            analysis = check_schedule(sched, resolve_config(sched.knobs, config), outputs=outputs,
+                                      specialize=_check_specialize(sched, specialize), assume=assume)
+        elif analysis.sched is not sched or not analysis.checked:
+            raise LoweringError("internal: Program(analysis=...) takes a checked analysis of the same schedule")
+        self.analysis: Analysis = analysis
         self.config, self.specialize, self.facts = self.analysis.config, self.analysis.specialize, self.analysis.facts
         self.plan = self.analysis.plan
         self.masks = self.analysis.masks  # decided by isl here, before any code is written

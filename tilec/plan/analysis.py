@@ -29,7 +29,8 @@ class Analysis:
     rest). `outputs` are the tensors the caller wants stored (default: the schedule's outputs);
     `specialize` (size name -> int, checked by the caller) the sizes baked in as constants; masks rely
     on those and on every `tc.assume` on the schedule's sizes (`facts`), and so do the loops that run once
-    (`assume`: facts of a call's sizes, `Plan.call_facts`, under which the kernel is lowered again)."""
+    (`assume`: facts of a call's sizes, `Plan.call_facts`, under which a kernel lowers its checked plan again:
+    tilec.plan.check.at_sizes). `checked`: whether legality holds for it (`check` passed, or at_sizes)."""
 
     def __init__(self, sched, config=None, outputs=None, specialize=None, assume=()):
         self.sched = sched
@@ -40,6 +41,7 @@ class Analysis:
         self.plan = Plan(sched, self.config, outputs, self.facts)
         self.model = model_of(sched)
         self._maps = self._masks = self._resources = None
+        self.checked = False
 
     @property
     def maps(self) -> TimeMaps:
@@ -68,6 +70,7 @@ class Analysis:
             raise LoweringError(f"{primitive}: cannot prove this schedule legal: {e} is not affine (isl needs "
                                 f"constant tile factors and integer index arithmetic)") from e
         if found is None:
+            self.checked = True
             return
         kind, v = found
         if kind == "bounds":

@@ -1,13 +1,17 @@
 """The legality check of a whole schedule, as every primitive and `tc.build` run it: one Analysis
 (one plan) of the schedule under the config, checked by isl. When a stage is misplaced, the error
-lists the loops where it could go, each tried on a copy of the schedule (the schedule is not touched).
+lists the loops where it could go, each tried on the schedule its trace gives with the stage's placement
+step swapped for that loop (the schedule is not touched).
+
+The check has two parts. `check_schedule` is the part that does not depend on a call's sizes: the plan
+and its legality (isl's dependence, rounding and bounds proofs), once per kernel and config.
+`at_sizes` is the part that does: the same schedule under the facts of a call's sizes (its loops that
+run once, the masks its tiles need), a new plan and masks from a checked analysis, and no proof again.
 After each primitive, `check_knob_choices` refuses a knob choice that makes a tile Triton cannot have
 while another choice of the same knob lowers: no later primitive makes that choice lowerable.
 """
 
 from __future__ import annotations
-
-import copy
 
 from tilec.errors import LoweringError, TileExtentError
 from tilec.ir.expr import IterVar, Load, walk
@@ -16,6 +20,8 @@ from tilec.plan.analysis import Analysis
 from tilec.plan.placement import MisplacedError, Plan
 from tilec.poly.model import NotAffine, share_model
 from tilec.schedule.schedule import set_primitive_check, tile_extent_problem
+from tilec.schedule.state import PLACES
+from tilec.schedule.trace import AxisRef, StageRef, Step
 
 
 def check_schedule(sched, config=None, *, primitive: str = "build", stage=None, outputs=None,
@@ -23,21 +29,43 @@ def check_schedule(sched, config=None, *, primitive: str = "build", stage=None, 
     """Raise IllegalScheduleError if `sched` breaks a dependence, a rounding point or a bound under
     `config`; return the analysis it checked (lowering goes on from it). A stage placed where the
     lowering cannot put it is a LoweringError that, at build, names the places that would be accepted."""
-    try:
-        analysis = Analysis(sched, config, outputs, specialize, assume)
-    except MisplacedError as e:
-        if primitive != "build":  # a primitive's check: not lowerable yet, and the message is not shown
-            raise
-        raise LoweringError(e.with_places(legal_places(e.stage, config, target=e.target))) from None
+    analysis = _planned(sched, config, outputs, specialize, assume, primitive=primitive)
     analysis.check(primitive=primitive, stage=stage, places=lambda st: legal_places(st, analysis.config))
     return analysis
 
 
+def at_sizes(checked: Analysis, assume) -> Analysis:
+    """`checked` (an analysis `check_schedule` passed) under `assume` as well, the facts of a call's sizes
+    (`Plan.call_facts`): a new plan, whose loops that run once at those sizes are single leaves, and its
+    masks, which those facts may drop. Legality is not proved again: it holds. The facts only narrow the
+    sizes `checked` was proved for, and the new plan runs the same instances in the same order: a single
+    leaf is a loop of one iteration with no time coordinate (tilec/poly/timemap.py), and what is placed at
+    it runs at the enclosing loop, after what that loop already holds, in the schedule's stage order, which
+    is the order the stages read each other in."""
+    if not checked.checked:
+        raise LoweringError("internal: at_sizes needs an analysis that check_schedule has checked")
+    assume = tuple(checked.assume) + tuple(assume)
+    analysis = _planned(checked.sched, checked.config, checked.outputs, checked.specialize, assume)
+    analysis.checked = True  # by `checked`'s proof (above)
+    return analysis
+
+
+def _planned(sched, config, outputs, specialize, assume, *, primitive: str = "build") -> Analysis:
+    """The analysis (the plan) of `sched`, unchecked; a stage placed where the lowering cannot put it is,
+    at build, a LoweringError naming the places that would be accepted."""
+    try:
+        return Analysis(sched, config, outputs, specialize, assume)
+    except MisplacedError as e:
+        if primitive != "build":  # a primitive's check: not lowerable yet, and the message is not shown
+            raise
+        raise LoweringError(e.with_places(legal_places(e.stage, config, target=e.target))) from None
+
+
 def legal_places(stage, config=None, *, target=None) -> list[str]:
     """The loops of `target` (default: the stage's current target) where `stage` (a compute stage or a
-    cache) could be placed under `config`: each tried on a copy of the schedule with only that placement
-    changed, kept where the plan accepts it, isl finds it legal and, for a cache_read, every index of the
-    tiles it loads is known there (what the lowering requires of a cache's place)."""
+    cache) could be placed under `config`: each tried on the schedule of the trace with only that placement
+    swapped in (`_placed_at`), kept where the plan accepts it, isl finds it legal and, for a cache_read,
+    every index of the tiles it loads is known there (what the lowering requires of a cache's place)."""
     if target is None:
         if not isinstance(stage.attach, tuple):
             return []
@@ -136,20 +164,18 @@ def _tile_choices(primitive: str, stage, split, *, spatial: bool, root: bool) ->
 
 
 def _placed_at(stage, target, axis):
-    """A copy of `stage`'s schedule in which `stage` is computed at `target`'s loop `axis`: new Schedule
-    and Stage objects (their decisions shared, never mutated by the analysis), the same computation, so
-    the same polyhedral model."""
+    """The schedule in which `stage` is computed at `target`'s loop `axis`: the fold of the trace with the
+    stage's placement step (its last compute_at, compute_root or compute_inline; none where it was placed
+    by hand) dropped and compute_at(target, axis) applied last. A new Schedule of the same computation, so
+    the same polyhedral model; no primitive runs again (nothing is checked twice)."""
     sched = stage.sched
-    new = copy.copy(sched)
-    mine = {st: copy.copy(st) for st in [*sched.stages.values(), *sched.caches]}
-    new.stages = {name: mine[st] for name, st in sched.stages.items()}
-    new.caches = [mine[st] for st in sched.caches]
-    for st in mine.values():
-        st.sched = new
-        st.readers = tuple(mine[r] for r in st.readers)
-        if isinstance(st.attach, tuple):
-            st.attach = (mine[st.attach[0]], st.attach[1])
-    mine[stage].attach = (mine[target], axis)
+    steps = list(sched.trace)
+    last = next((n for n in reversed(range(len(steps)))
+                 if steps[n].stage == stage.name and steps[n].primitive in PLACES), None)
+    if last is not None:
+        del steps[last]
+    steps.append(Step("compute_at", stage.name, (StageRef(target.name), AxisRef(target.name, axis.name))))
+    new = sched._refolded(steps)
     share_model(new, sched)
     return new
 

@@ -68,11 +68,25 @@ class Rebuilt:
     `value[a]`: a's value (a leaf is itself, or 0 where it runs once). `guards[a]`: conditions inside
     a's value that may fail without a's own value passing its extent (each `inner < f`). `block[a]`, for
     an axis split with a leaf as inner axis: the start of the block of f consecutive values that one
-    value of the outer axis covers (`outer * f`, 0 where the outer runs once)."""
+    value of the outer axis covers (`outer * f`, 0 where the outer runs once). `groups[fused]`, for a swizzled
+    axis: the values its pair is made from (`Grouping`), each one node inside `value`, so code can name them once."""
 
     value: dict
     guards: dict
     block: dict
+    groups: dict
+
+
+@dataclass(frozen=True)
+class Grouping:
+    """A swizzle's values (`IndexMap._grouped`): `per_group` = group * extent(inner) fused values per group,
+    `first` = fused // per_group * group its first outer value, `size` = min(extent(outer) - first, group)
+    outer values in it (the last group may be smaller); outer = first + fused % per_group % size, inner =
+    fused % per_group // size."""
+
+    per_group: Expr
+    first: Expr
+    size: Expr
 
 
 class IndexMap:
@@ -198,6 +212,7 @@ class IndexMap:
         value: dict[IterVar, Expr] = {a: _int(0) if a in zero else a for a in self.leaves}
         guards: dict[IterVar, tuple] = {a: () for a in self.leaves}
         block: dict[IterVar, Expr] = {}
+        groups: dict[IterVar, Grouping] = {}
         for rel in reversed(self.relations):
             if isinstance(rel, Split):
                 o, i, f = value[rel.outer], value[rel.inner], _factor(rel.factor)
@@ -210,21 +225,22 @@ class IndexMap:
                 continue
             fused = value[rel.fused]
             if rel.group is not None:
-                value[rel.outer], value[rel.inner] = self._grouped(rel, fused)
+                groups[rel.fused], value[rel.outer], value[rel.inner] = self._grouped(rel, fused)
             else:
                 value[rel.outer] = Binary("//", fused, rel.inner.extent)
                 value[rel.inner] = Binary("%", fused, rel.inner.extent)
             guards[rel.outer] = guards[rel.inner] = guards[rel.fused]
-        return Rebuilt(value, guards, block)
+        return Rebuilt(value, guards, block, groups)
 
     @staticmethod
-    def _grouped(rel: Fuse, fused: Expr) -> tuple[Expr, Expr]:
-        """The (outer, inner) pair a swizzled axis's value stands for: programs in groups of `group` outer
-        values, each group running down its inner values (Triton's GROUP_M order; the last group may be
-        smaller)."""
+    def _grouped(rel: Fuse, fused: Expr) -> tuple[Grouping, Expr, Expr]:
+        """The (outer, inner) pair a swizzled axis's value stands for, and the values they are made from:
+        programs in groups of `group` outer values, each group running down its inner values (Triton's
+        GROUP_M order; the last group may be smaller)."""
         group = _factor(rel.group)
         per_group = Binary("*", group, rel.inner.extent)
         first = Binary("*", Binary("//", fused, per_group), group)
         size = Binary("min", Binary("-", rel.outer.extent, first), group)
         within = Binary("%", fused, per_group)
-        return Binary("+", first, Binary("%", within, size)), Binary("//", within, size)
+        return (Grouping(per_group, first, size), Binary("+", first, Binary("%", within, size)),
+                Binary("//", within, size))

@@ -517,7 +517,8 @@ class Plan:
         """What the online rewrite needs of the schedule (its algebra is checked on the compute): the
         elementwise stages it looks through are inlined, and nothing is placed in a statistic's loops."""
         for target, form in self.online.items():
-            members = {t.name for t in (form.target, *form.stats)}
+            # in the group's order (not a set's, which differs between processes): one culprit named alike
+            members = list(dict.fromkeys(t.name for t in (form.target, *form.stats)))
             for name in members:
                 for node in walk(sched.tensors[name].body):
                     if not isinstance(node, Load) or node.tensor.name in members or node.tensor.is_placeholder:

@@ -1,8 +1,10 @@
 """`tc.build` and `Kernel`: compile the lowered Triton source, check call-time tensors, launch.
 
-A Kernel lowers its schedule once and renders it in the index width each call needs (int32, or int64
-past 2**31); Triton itself caches compiled binaries per config and argument specialization. Kernels
-that share source share the loaded module.
+A Kernel checks its schedule once (the plan and its legality, which do not depend on sizes); a call
+whose sizes give new facts (loops that run once, tiles that divide their extent) lowers that checked
+plan under them, with no legality check, once per set of facts, and renders it in the index width the
+call needs (int32, or int64 past 2**31). Triton itself caches compiled binaries per config and argument
+specialization. Kernels that share source share the loaded module.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from tilec.ir.tensor import Tensor, sizes_of
 from tilec.lower.launch import bound_sizes, launch_source
 from tilec.lower.passes import log_names
 from tilec.lower.program import Program
+from tilec.plan.check import at_sizes
 from tilec.runtime import triton_compat
 from tilec.schedule.schedule import Schedule
 
@@ -143,7 +146,8 @@ class Kernel:
         self._config_arg = config
         self.specialize = specialize  # checked (and made a dict of plain ints) by the first Program
         self.target = triton_compat.target()
-        self._programs: dict[tuple[bool, bool], Program] = {}
+        self._programs: dict[tuple, Program] = {}  # (int64, descriptors, the call's facts) -> program
+        self._fingerprint = sched.fingerprint()  # the schedule as built: its checked plan serves every size
         self._calls: dict[tuple, tuple] = {}  # tensor shapes/strides/dtypes -> prepared launches
         self._in_names = [t.name for t in self.inputs]
         self._out_names = [t.name for t in self.outputs]
@@ -169,7 +173,15 @@ class Kernel:
         at them are no loops, so a row that fits one tile is read once)."""
         form = (int64, descriptors and not int64, tuple(size_text(f) for f in assume))
         if form not in self._programs:
-            if form[:2] == (False, True):
+            if form == (False, True, ()):  # the plan, checked once (legality does not depend on the sizes)
+                self._programs[form] = Program(self.sched, self._config_arg, target=self.target,
+                                               outputs=self.outputs, specialize=self.specialize)
+            elif form[:2] == (False, True) and self.sched.fingerprint() == self._fingerprint:
+                # the checked plan under the call's size facts: its loops that run once and its masks, no
+                # legality check again (tilec.plan.check.at_sizes)
+                checked = self._program(False, True).analysis
+                self._programs[form] = Program(self.sched, target=self.target, analysis=at_sizes(checked, assume))
+            elif form[:2] == (False, True):  # the schedule changed since the build: lowered and checked again
                 self._programs[form] = Program(self.sched, self._config_arg, target=self.target,
                                                outputs=self.outputs, specialize=self.specialize, assume=assume)
             else:  # another rendering of the same kernels: nothing is lowered again

@@ -1,6 +1,6 @@
 """The default schedule: what an unscheduled stage gets, so that every compute builds and runs.
 
-The default is made by calling the primitives on a quiet stage (one that leaves no step in the
+The default is made by calling the primitives on a detached stage (whose steps are its own, not in the
 schedule's trace), so it is a trace too: `default_trace(s[C])` is its steps, `str()` of it the Python
 that applies the same schedule by hand, and `tc.replay` of it gives a schedule that lowers to the same
 loops.
@@ -31,7 +31,7 @@ def _tile_sizes(n_spatial: int, has_reduce: bool) -> list[int]:
 
 def default_stage(stage: Stage, fixed=frozenset()) -> Stage:
     """A fresh stage for `stage.tensor` with the default schedule; axes in `fixed` are left alone."""
-    st = Stage(stage.sched, stage.tensor, quiet=True)
+    st = Stage(stage.sched, stage.tensor, detached=True)
     t = stage.tensor
     spatial = [a for a in t.axis if a not in fixed]
     reduce = [a for a in t.reduce_axis if a not in fixed]
@@ -56,7 +56,7 @@ def default_stage(stage: Stage, fixed=frozenset()) -> Stage:
             for nxt in grid[1:]:
                 g = st.fuse(g, nxt)
             st.bind(g, "program_id.0")
-    st.warps = stage.warps
+    st.warps = stage.warps  # the stage's own num_warps (the user's step, not the default's): kept, not a step
     return st
 
 
@@ -94,4 +94,4 @@ def default_trace(stage: Stage, fixed: Iterable[IterVar] = frozenset()) -> Trace
                             f"{type(stage).__name__}")
     t = stage.tensor
     axes = {stage.name: (tuple(a.name for a in t.axis), tuple(a.name for a in t.reduce_axis))}
-    return Trace(default_stage(stage, fixed).own_steps, axes) if stage.kind == "compute" else Trace()
+    return Trace(default_stage(stage, fixed).steps, axes) if stage.kind == "compute" else Trace()

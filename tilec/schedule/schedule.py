@@ -1,7 +1,8 @@
-"""`Schedule` and `Stage`: the record of how each stage runs. Primitives validate their arguments,
-record a decision (a split/fuse relation, an order, a place, a binding) and never generate code.
-Each primitive also appends a `Step` to the schedule's trace (`s.trace`, tilec/schedule/trace.py), from
-which `s.log` and `s.fingerprint()` are derived and `tc.replay` rebuilds the schedule.
+"""`Schedule` and `Stage`: the record of how each stage runs. Primitives validate their arguments and
+record their decision (a split/fuse relation, an order, a place, a binding) as one `Step` in the
+schedule's trace (`s.trace`, tilec/schedule/trace.py); they never generate code. The trace is the
+schedule: each stage's state is the fold of its steps (tilec/schedule/state.py, one function per
+primitive), `s.log` and `s.fingerprint()` are its text, and `tc.replay` rebuilds the schedule from it.
 
 Each stage's loops are derived from its original axes by its relations (split: i -> io*f + ii;
 fuse: (a, b) -> a*ext(b) + b) and its leaf order, which is what `tilec.poly` turns into isl maps.
@@ -14,7 +15,6 @@ import dataclasses
 import functools
 import importlib
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import networkx as nx
 
@@ -22,30 +22,11 @@ from tilec.errors import ArgumentError, IllegalScheduleError, LoweringError
 from tilec.ir.expr import Const, IterVar, show
 from tilec.ir.knob import Flag, Knob
 from tilec.ir.tensor import Tensor, stage_graph
+from tilec.schedule import state
+from tilec.schedule.state import GRID, Fuse, Made, Split
 from tilec.schedule.trace import AxisRef, KnobRef, StageRef, Step, TensorRef, Trace
 
 SCOPES = ("shared", "local")
-GRID = ("program_id.0", "program_id.1", "program_id.2")
-
-
-@dataclass(frozen=True)
-class Split:
-    parent: IterVar
-    outer: IterVar
-    inner: IterVar
-    factor: int | Knob
-
-
-@dataclass(frozen=True)
-class Fuse:
-    """fused = outer * extent(inner) + inner. With `group` (made by `swizzle`), the fused axis runs the
-    same (outer, inner) pairs in grouped order instead: `group` consecutive outer values per column of
-    inner (Triton's GROUP_M order); the axis must then be bound to the grid, where order is free."""
-
-    outer: IterVar
-    inner: IterVar
-    fused: IterVar
-    group: int | Knob | None = None
 
 
 def tile_extent_problem(f: int, *, spatial: bool, root: bool) -> str | None:
@@ -84,16 +65,17 @@ def set_primitive_check(check, *, choices=None, places=None) -> None:
 
 def checked(fn):
     """Make a primitive atomic and checked: after it runs, isl checks the whole schedule (knobs at
-    their defaults); if the schedule became illegal the primitive is undone and the error raised.
+    their defaults); if the schedule became illegal the steps it recorded are dropped (the state folded
+    again without them) and the error raised.
     A schedule that cannot be lowered yet (e.g. a tile awaiting its next split) is checked at build,
     but a knob choice that can never be the tile its split makes (a tile of 100 where another choice, 64,
     can be that tile) is refused here, as is a place no later primitive makes lowerable (`compute_at`)."""
     @functools.wraps(fn)
     def run(self, *args, **kwargs):
         sched = self.sched
-        if sched._in_primitive or self.quiet:
+        if sched._in_primitive or self.detached:
             return fn(self, *args, **kwargs)
-        saved = self._snapshot()
+        mark = len(sched._steps)
         sched._in_primitive = True
         try:
             result = fn(self, *args, **kwargs)
@@ -108,7 +90,7 @@ def checked(fn):
             if _choices_check is not None:  # a knob choice that can never be this tile: refused now
                 _choices_check(sched, primitive=call, analysis=analysis, error=not_yet)
         except BaseException:
-            self._restore(saved)
+            sched._drop(mark)
             raise
         finally:
             sched._in_primitive = False
@@ -139,6 +121,8 @@ def _arg(n: int, name: str, prim: str, expected: str, got) -> ArgumentError:
 
 
 def _factor(value, n: int, name: str, prim: str, knobs: dict) -> int | Knob:
+    """A primitive's factor or count: a positive int, or a tc.knob: the one of that name in `knobs` (the
+    schedule's so far, with those of the primitive's earlier arguments, `Schedule._knobs_so_far`), else it."""
     if isinstance(value, Flag):
         raise _arg(n, name, prim, f"a positive int or a tc.knob (tc.flag({value.knob_name!r}) is an on/off "
                    f"switch, for a primitive's bool)", value)
@@ -154,8 +138,8 @@ def _factor(value, n: int, name: str, prim: str, knobs: dict) -> int | Knob:
 
 
 def _flag(value, n: int, name: str, prim: str, knobs: dict) -> int | Flag:
-    """A primitive's on/off argument: True or False (as 1 or 0), or a tc.flag registered with the schedule's
-    knobs (the one already there under that name)."""
+    """A primitive's on/off argument: True or False (as 1 or 0), or a tc.flag: the one of that name in `knobs`
+    (as `_factor`), else it."""
     if isinstance(value, Flag):
         old = knobs.setdefault(value.knob_name, value)
         if not isinstance(old, Flag):
@@ -173,20 +157,16 @@ def _off_or_flag(v: int | Flag) -> tuple:
     return (v,) if isinstance(v, Flag) else () if v else (False,)
 
 
-def _value(v):
-    """A primitive's argument as a trace records it: knobs by name and choices, the rest as it is."""
-    return KnobRef(v.knob_name, v.choices, isinstance(v, Flag)) if isinstance(v, Knob) else v
-
-
 class Stage:
     """The schedule of one tensor: `s[C]`. Its primitives follow TVM's names and meaning.
 
     `.leaves` are its loops in order (they start as the tensor's axes, then its reduce axes; `split` and
     `fuse` replace them, `reorder` orders them); `.attach` is where it is computed (None: a kernel of its
-    own). Each primitive validates its arguments, records a decision, appends a step to the schedule's
-    trace, and is checked with isl (the whole schedule, knobs at their first choice): a primitive that
-    makes the schedule illegal is undone and raises. The examples of the primitives start from the
-    computation of `tc.Schedule`'s example (`s`, `A`, `W`, `C`, `Y`, `i, j = C.axis`, `k`).
+    own). Each primitive validates its arguments and appends its step to the schedule's trace, of which
+    the stage's state is the fold (tilec/schedule/state.py), and is checked with isl (the whole schedule,
+    knobs at their first choice): a primitive that makes the schedule illegal is dropped and raises. The
+    examples of the primitives start from the computation of `tc.Schedule`'s example (`s`, `A`, `W`, `C`,
+    `Y`, `i, j = C.axis`, `k`).
 
     Example:
         >>> s[C], s[C].leaves
@@ -196,52 +176,30 @@ class Stage:
     """
 
     def __init__(self, sched: Schedule, tensor: Tensor, kind: str = "compute", *, name=None,
-                 scope=None, readers=(), quiet=False):
+                 scope=None, readers=(), detached=False):
         self.sched, self.tensor, self.kind = sched, tensor, kind
-        self.quiet = quiet  # a stage made by lowering (a default schedule) leaves no step in the trace
-        self.own_steps: list[Step] = []  # a quiet stage's steps: kept here, not in the schedule's trace
         self.name = name or tensor.name
         self.scope, self.readers = scope, tuple(readers)
-        self.leaves: list[IterVar] = list(tensor.axis) + list(tensor.reduce_axis) if kind == "compute" else []
-        self.relations: list[Split | Fuse] = []
-        self.attach: tuple[Stage, IterVar] | str | None = None  # None: root; "inline"; or (stage, axis)
-        self.binds: dict[IterVar, int] = {}
-        self.pipelines: dict[IterVar, int | Knob] = {}
-        self.unrolled: set[IterVar] = set()
-        self.warps: int | Knob | None = None
-        self.tma: int | Knob = 0  # a cache_read's loads / cache_write's stores through tensor descriptors
-        self.persistent_axes: dict[IterVar, int | Knob] = {}  # grid axis -> flatten (tl.range's), from persistent()
-        self.fused_with: tuple[Stage, IterVar] | None = None  # compute_with: (stage, its loop) this stage's loop joins
-        self.k_split: tuple[IterVar, int | Knob, bool] | None = None  # split_k(): (loop, parts, deterministic)
-        self.online_stats: tuple[Stage, ...] = ()  # online(): the statistics this sum's loop carries
-        self.online_skip = True  # online(skip_masked=): loop only over tiles the max's where() admits
-        self.touched = False  # any decision about its loops: if not, lowering gives it the default
-        self._names = {a.name for a in self.leaves}
+        # a stage made by lowering (a default schedule) is detached: its steps are its own, not the trace's
+        self.detached = detached
+        self._owner = state.Alone(self) if detached else sched
+        state.initial(self)  # its state (leaves, relations, attach, binds, ...): the fold of its steps from here
 
     def __repr__(self):
         return f"Stage({self.name})"
 
-    _STATE = ("leaves", "relations", "attach", "binds", "pipelines", "unrolled", "warps", "persistent_axes",
-              "fused_with", "k_split", "online_stats", "online_skip", "touched", "_names")
-
-    def _snapshot(self) -> dict:
-        return {"stage": {k: copy.copy(getattr(self, k)) for k in self._STATE},
-                "steps": len(self.sched._steps), "knobs": dict(self.sched.knobs)}
-
-    def _restore(self, saved: dict) -> None:
-        for k, v in saved["stage"].items():
-            setattr(self, k, v)
-        del self.sched._steps[saved["steps"]:]  # the trace as it was before the primitive
-        self.sched.knobs.clear()
-        self.sched.knobs.update(saved["knobs"])
+    @property
+    def steps(self) -> list[Step]:
+        """The steps applied to this stage, in order (a detached stage's own; those of the schedule's trace
+        that name it otherwise): its state is their fold."""
+        return [st for st in self._owner._steps if self.name in st.stages]
 
     # -- helpers ------------------------------------------------------------------------------
-    def _record(self, primitive: str, *args, results=()) -> None:
-        """Append the step of a primitive applied to this stage; axes in `args` are this stage's unless
-        given as an AxisRef."""
-        args = tuple(AxisRef(self.name, a.name) if isinstance(a, IterVar) else _value(a) for a in args)
-        step = Step(primitive, self.name, args, tuple(r.name for r in results))
-        (self.own_steps if self.quiet else self.sched._steps).append(step)
+    def _record(self, primitive: str, *args, results=()) -> tuple:
+        """Append the step of a primitive applied to this stage (`results`: the names of the axes it makes)
+        and apply it; what it made. Axes in `args` are this stage's unless given as an AxisRef."""
+        args = tuple(AxisRef(self.name, a.name) if isinstance(a, IterVar) else self.sched._ref(a) for a in args)
+        return self._owner._push(Step(primitive, self.name, args, tuple(results)))
 
     def _require_compute(self, prim: str) -> None:
         if self.kind != "compute":
@@ -298,12 +256,12 @@ class Stage:
             raise ArgumentError(f"{prim}: {self.name}.{axis.name} is swizzled (a grouped order of programs); "
                                 f"{prim} its axes before swizzle, not after")
 
-    def _new_axis(self, name: str, extent, kind: str, origin: str) -> IterVar:
-        base, n = name, 1
-        while name in self._names:
+    def _fresh(self, base: str) -> str:
+        """A name for a new axis: `base`, or `base1`, `base2`, ... where the stage has had an axis so named."""
+        name, n = base, 1
+        while name in self.all_axes:
             name, n = f"{base}{n}", n + 1
-        self._names.add(name)
-        return IterVar(name, extent, kind, origin)
+        return name
 
     # -- loop structure -----------------------------------------------------------------------
     @checked
@@ -345,18 +303,8 @@ class Stage:
         axis = self._axis(axis, 1, "axis", "split")
         self._not_bound(axis, "split")
         self._not_a_scheduled_loop(axis, "split")
-        factor = _factor(factor, 2, "factor", "split", self.sched.knobs)
-        from tilec.ir.expr import cdiv  # local: keeps the import list of this module about schedules
-        made = f"split({axis.name}, {factor})"
-        outer = self._new_axis(f"{axis.name}o", cdiv(axis.extent, factor), axis.kind, f"outer of {made}")
-        inner = self._new_axis(f"{axis.name}i", factor if isinstance(factor, Knob) else Const(factor, "int32"),
-                               axis.kind, f"inner of {made}")
-        pos = self.leaves.index(axis)
-        self.leaves[pos:pos + 1] = [outer, inner]
-        self.relations.append(Split(axis, outer, inner, factor))
-        self.touched = True
-        self._record("split", axis, factor, results=(outer, inner))
-        return outer, inner
+        factor = _factor(factor, 2, "factor", "split", self.sched._knobs_so_far())
+        return self._record("split", axis, factor, results=(self._fresh(f"{axis.name}o"), self._fresh(f"{axis.name}i")))
 
     @checked
     def tile(self, x: IterVar, y: IterVar, fx: int | Knob, fy: int | Knob) -> tuple[IterVar, IterVar, IterVar, IterVar]:
@@ -387,7 +335,7 @@ class Stage:
         y = self._axis(y, 2, "y", "tile")
         if x is y:
             raise _arg(2, "y", "tile", "an axis other than x", y.name)
-        steps = self.own_steps if self.quiet else self.sched._steps
+        steps = self._owner._steps
         first = len(steps)
         xo, xi = self.split(x, fx)
         yo, yi = self.split(y, fy)
@@ -424,10 +372,6 @@ class Stage:
         checked = [self._axis(a, n + 1, f"axis{n + 1}", "reorder") for n, a in enumerate(axes)]
         if len(set(checked)) != len(checked):
             raise ArgumentError(f"reorder: an axis is named twice in ({', '.join(a.name for a in checked)})")
-        slots = sorted(self.leaves.index(a) for a in checked)
-        for pos, a in zip(slots, checked):
-            self.leaves[pos] = a
-        self.touched = True
         self._record("reorder", *checked)
 
     @checked
@@ -484,7 +428,7 @@ class Stage:
             >>> tiles = s[C].swizzle(io, jo, group=tc.knob("GROUP_M", [8, 4]))
             >>> s[C].bind(tiles, "program_id.0")
         """
-        group = _factor(group, 3, "group", "swizzle", self.sched.knobs)
+        group = _factor(group, 3, "group", "swizzle", self.sched._knobs_so_far())
         return self._fuse("swizzle", outer, inner, group)
 
     def _fuse(self, prim: str, outer: IterVar, inner: IterVar, group=None) -> IterVar:
@@ -506,16 +450,8 @@ class Stage:
         if group is not None and outer.kind == "reduce":
             raise ArgumentError(f"swizzle: {outer.name} and {inner.name} are reduce axes; swizzle orders "
                                 f"programs, which run spatial axes (swizzle the tile axes of the output)")
-        from tilec.ir.expr import mul
-        made = f"{prim}({outer.name}, {inner.name}{'' if group is None else f', group={group}'})"
-        fused = self._new_axis(f"{outer.name}_{inner.name}", mul(outer.extent, inner.extent), outer.kind, made)
-        self.leaves[pos:pos + 2] = [fused]
-        self.relations.append(Fuse(outer, inner, fused, group))
-        self.touched = True
-        if group is None:
-            self._record("fuse", outer, inner, results=(fused,))
-        else:
-            self._record("swizzle", outer, inner, group, results=(fused,))
+        (fused,) = self._record(prim, outer, inner, *(() if group is None else (group,)),
+                                results=(self._fresh(f"{outer.name}_{inner.name}"),))
         return fused
 
     # -- placement ----------------------------------------------------------------------------
@@ -590,7 +526,6 @@ class Stage:
                 raise ArgumentError(f"compute_at({self.name}, {stage.name}.{axis.name}): {stage.name} is itself "
                                     f"computed inside {self.name}, so this would make a cycle; compute_root one of them")
         self._placeable_at(stage, axis)
-        self.attach = (stage, axis)
         self._record("compute_at", StageRef(stage.name), AxisRef(stage.name, axis.name))
         return self
 
@@ -704,8 +639,6 @@ class Stage:
         if self.fused_with is not None:
             raise ArgumentError(f"compute_with: {self.name}'s loop is already fused with "
                                 f"{self.fused_with[0].name}.{self.fused_with[1].name}; a stage joins one loop")
-        self.fused_with = (stage, axis)
-        self.touched = True
         self._record("compute_with", StageRef(stage.name), AxisRef(stage.name, axis.name))
         return self
 
@@ -749,10 +682,9 @@ class Stage:
         if axis.kind != "reduce":
             raise _arg(1, "axis", "split_k", f"a reduction loop of {self.name} (split of "
                        f"{', '.join(a.name for a in self.tensor.reduce_axis)})", axis.name)
-        parts = _factor(parts, 2, "parts", "split_k", self.sched.knobs)
-        deterministic = _flag(deterministic, 3, "deterministic", "split_k", self.sched.knobs)  # 0, 1 or a Flag
-        self.k_split = (axis, parts, deterministic)
-        self.touched = True
+        knobs = self.sched._knobs_so_far()
+        parts = _factor(parts, 2, "parts", "split_k", knobs)
+        deterministic = _flag(deterministic, 3, "deterministic", "split_k", knobs)  # 0, 1 or a Flag
         self._record("split_k", axis, parts, *_off_or_flag(deterministic))
 
     @checked
@@ -809,7 +741,7 @@ class Stage:
         self._require_compute("online")
         if stats and isinstance(stats[-1], (bool, Flag)):  # a replayed trace passes skip_masked positionally
             stats, skip_masked = stats[:-1], stats[-1]
-        skip_masked = _flag(skip_masked, len(stats) + 1, "skip_masked", "online", self.sched.knobs)  # 0, 1 or a Flag
+        skip_masked = _flag(skip_masked, len(stats) + 1, "skip_masked", "online", self.sched._knobs_so_far())
         if not stats:
             raise _arg(1, "stats", "online", "the statistics this sum's loop carries: a max, then sums (s[m], s[l])",
                        stats)
@@ -835,11 +767,7 @@ class Stage:
         if any(st.online_stats for st in checked) or any(self in o.online_stats for o in self.sched.stages.values()):
             raise ArgumentError(f"online({self.name}): a statistic (or {self.name}) carries statistics of its own; "
                                 f"name them all in one call on the outermost sum")
-        self.online_stats = tuple(checked)
-        self.online_skip = skip_masked
-        self.touched = True
-        self._record("online", *(StageRef(st.name) for st in checked),
-                     *_off_or_flag(skip_masked))
+        self._record("online", *(StageRef(st.name) for st in checked), *_off_or_flag(skip_masked))
 
     @checked
     def compute_inline(self) -> Stage:
@@ -867,7 +795,6 @@ class Stage:
                                 f"stages can be inlined. Use compute_at to fuse it instead")
         if self.tensor in self.sched.outputs:
             raise ArgumentError(f"compute_inline: {self.name} is an output of the schedule and must be stored")
-        self.attach = "inline"
         self._record("compute_inline")
         return self
 
@@ -891,7 +818,6 @@ class Stage:
             True
         """
         self._require_compute("compute_root")
-        self.attach = None
         self._record("compute_root")
         return self
 
@@ -945,8 +871,6 @@ class Stage:
             raise LoweringError(f"bind({at}, {thread!r}): {self.name}'s tile loop (persistent) runs its one grid axis "
                                 f"on program_id.0, so {self.name} binds no other axis; fuse (or swizzle) the grid "
                                 f"axes into one before persistent")
-        self.binds[axis] = dim
-        self.touched = True
         self._record("bind", axis, GRID[dim])
 
     @checked
@@ -980,9 +904,7 @@ class Stage:
         if axis in self.unrolled:
             raise LoweringError(f"pipeline({self.name}.{axis.name}): {axis.name} is unrolled (tl.static_range); only "
                                 f"serial loops (tl.range) are pipelined: unroll it or pipeline it, not both")
-        self.pipelines[axis] = _factor(stages, 2, "stages", "pipeline", self.sched.knobs)
-        self.touched = True  # the user chose this stage's loops: no default tiling replaces them
-        self._record("pipeline", axis, self.pipelines[axis])
+        self._record("pipeline", axis, _factor(stages, 2, "stages", "pipeline", self.sched._knobs_so_far()))
 
     def num_warps(self, n: int | Knob) -> None:
         """Launch this stage's kernel with `n` warps per program (a power of two, 1..32).
@@ -1004,8 +926,7 @@ class Stage:
         choices = n.choices if isinstance(n, Knob) else (n,)
         if any(isinstance(c, bool) or c not in (1, 2, 4, 8, 16, 32) for c in choices):
             raise _arg(1, "n", "num_warps", "a power of two from 1 to 32", list(choices) if isinstance(n, Knob) else n)
-        self.warps = _factor(n, 1, "n", "num_warps", self.sched.knobs)
-        self._record("num_warps", self.warps)
+        self._record("num_warps", _factor(n, 1, "n", "num_warps", self.sched._knobs_so_far()))
 
     @checked
     def persistent(self, axis: IterVar, flatten: bool | Flag = False) -> None:
@@ -1032,7 +953,7 @@ class Stage:
         """
         self._require_compute("persistent")
         axis = self._axis(axis, 1, "axis", "persistent")
-        flatten = _flag(flatten, 2, "flatten", "persistent", self.sched.knobs)
+        flatten = _flag(flatten, 2, "flatten", "persistent", self.sched._knobs_so_far())
         if self.binds.get(axis) != 0:
             where = f"bound to program_id.{self.binds[axis]}" if axis in self.binds else "not bound to the grid"
             raise ArgumentError(f"persistent: {self.name}.{axis.name} is {where}; bind it to program_id.0 first "
@@ -1042,8 +963,6 @@ class Stage:
             raise LoweringError(f"persistent({axis.name}): {self.name}'s tile loop runs its one grid axis on "
                                 f"program_id.0, but {self.name} also binds {', '.join(others)} to the grid; fuse (or "
                                 f"swizzle) the grid axes into one")
-        self.persistent_axes = {axis: flatten}
-        self.touched = True
         self._record("persistent", axis, flatten if isinstance(flatten, Knob) else bool(flatten))
 
     @checked
@@ -1075,8 +994,6 @@ class Stage:
             raise LoweringError(f"unroll({self.name}.{axis.name}): {axis.name} is pipelined (pipeline({axis.name}, "
                                 f"stages={self.pipelines[axis]})); only serial loops (tl.range) are pipelined: "
                                 f"unroll it or pipeline it, not both")
-        self.unrolled.add(axis)
-        self.touched = True
         self._record("unroll", axis)
 
 
@@ -1114,15 +1031,17 @@ class Schedule:
     def __init__(self, outputs: Sequence[Tensor]):
         self.outputs = list(outputs)
         self.graph: nx.DiGraph = stage_graph(self.outputs)
-        self.knobs: dict[str, Knob] = {}
-        self._steps: list[Step] = []  # the trace: one Step per primitive applied, in order
         order = list(nx.lexicographical_topological_sort(
             self.graph, key=lambda n: self.graph.nodes[n]["tensor"].seq))
         self.tensors: dict[str, Tensor] = {n: self.graph.nodes[n]["tensor"] for n in order}
-        self.stages: dict[str, Stage] = {
-            n: Stage(self, t) for n, t in self.tensors.items() if not t.is_placeholder}
-        self.caches: list[Stage] = []
+        self._steps: list[Step] = []  # the trace: one Step per primitive applied, in order
+        self._made = Made()  # the axes and cache stages its steps made (a fold gives the same ones back)
+        self._knob_pool: dict[KnobRef, Knob] = {}  # the knob each KnobRef of a step stands for
         self._in_primitive = False
+        # the state: the fold of the trace (`_fold`), so far of no step
+        self.stages: dict[str, Stage] = {n: Stage(self, t) for n, t in self.tensors.items() if not t.is_placeholder}
+        self.knobs: dict[str, Knob] = {}  # by name, in the order the steps first name them
+        self.caches: list[Stage] = []  # the cache stages the steps made, in order
         self._axes = {n: (tuple(a.name for a in st.tensor.axis), tuple(a.name for a in st.tensor.reduce_axis))
                       for n, st in self.stages.items()}
 
@@ -1132,6 +1051,61 @@ class Schedule:
         caches = f"; caches: {', '.join(c.name for c in self.caches)}" if self.caches else ""
         knobs = f"; knobs: {', '.join(self.knobs)}" if self.knobs else ""
         return f"# Schedule of {outs} (stages: {', '.join(self.stages)}{caches}{knobs})\n{self.trace}"
+
+    # -- the state as the fold of the trace (tilec/schedule/state.py) -----------------------------
+    def _fold(self) -> None:
+        """Derive the state from the trace: every stage's (the same stage objects), the knobs the steps name
+        and the cache stages they make."""
+        for st in self.stages.values():
+            state.initial(st)
+        self.knobs.clear()
+        self.caches.clear()
+        for step in self._steps:
+            self._apply(step)
+
+    def _apply(self, step: Step) -> tuple:
+        for ref in state.knob_refs(step.args):
+            self.knobs.setdefault(ref.name, self._knob_pool[ref])
+        return state.apply(self, step)
+
+    def _push(self, step: Step) -> tuple:
+        """Append `step` to the trace and apply it to the state; what it made (axes, a cache stage)."""
+        self._steps.append(step)
+        return self._apply(step)
+
+    def _drop(self, mark: int) -> None:
+        """Drop the steps after the first `mark` (a primitive refused by its check) and fold again."""
+        if len(self._steps) > mark:
+            del self._steps[mark:]
+            self._fold()
+
+    def _refolded(self, steps) -> Schedule:
+        """Another schedule of this computation whose trace is `steps`: their fold, no primitive run again and
+        nothing checked (tilec.plan.check tries a stage's places so). It shares this schedule's axes."""
+        new = copy.copy(self)
+        new._steps, new._made, new.knobs, new.caches = list(steps), Made(self._made.items), {}, []
+        new.stages = {n: Stage(new, st.tensor) for n, st in self.stages.items()}
+        new._fold()
+        return new
+
+    def _ref(self, value):
+        """A primitive's argument as its step records it: a knob by name and choices (kept in the pool the
+        fold resolves it with), the rest as it is."""
+        if not isinstance(value, Knob):
+            return value
+        ref = KnobRef(value.knob_name, value.choices, isinstance(value, Flag))
+        self._knob_pool[ref] = value  # the schedule's knob of that name where it has one (`_factor`, `_flag`)
+        return ref
+
+    def _knobs_so_far(self) -> dict[str, Knob]:
+        """A copy of the knobs, for one primitive's arguments to check against (and each other)."""
+        return dict(self.knobs)
+
+    def _stage_named(self, name: str) -> Stage:
+        return self.stages[name] if name in self.stages else next(c for c in self.caches if c.name == name)
+
+    def _made_by(self, step: Step, args: tuple, make) -> tuple:
+        return self._made.get(step, args, make)
 
     @property
     def trace(self) -> Trace:
@@ -1238,14 +1212,11 @@ class Schedule:
         name = f"{tensor.name}_{scope}"
         while any(c.name == name for c in self.caches):
             name += "_"
-        tma = _flag(tma, 4, "tma", "cache_read", self.knobs)
-        stage = Stage(self, tensor, "cache_read", name=name, scope=scope, readers=stages)
-        stage.tma = tma
-        self.caches.append(stage)
+        tma = _flag(tma, 4, "tma", "cache_read", self._knobs_so_far())
         args = (TensorRef(tensor.name), SCOPES[SCOPES.index(scope)], tuple(StageRef(st.name) for st in stages))
         if tma != 0:  # recorded only when asked: the log (and study names) of other schedules stay
-            args += (_value(tma) if isinstance(tma, Flag) else True,)
-        self._steps.append(Step("cache_read", None, args, (name,)))
+            args += (self._ref(tma) if isinstance(tma, Flag) else True,)
+        (stage,) = self._push(Step("cache_read", None, args, (name,)))
         return stage
 
     def cache_write(self, tensor: Tensor, scope: str, tma: bool | Flag = False) -> Stage:
@@ -1289,14 +1260,11 @@ class Schedule:
                                 f"registers; use scope 'local'")
         if any(c.kind == "cache_write" and c.tensor is tensor for c in self.caches):
             raise ArgumentError(f"cache_write: {tensor.name} already has a cache_write stage")
-        tma = _flag(tma, 3, "tma", "cache_write", self.knobs)
-        stage = Stage(self, tensor, "cache_write", name=f"{tensor.name}_local", scope=scope)
-        stage.tma = tma
-        self.caches.append(stage)
+        tma = _flag(tma, 3, "tma", "cache_write", self._knobs_so_far())
         args = (TensorRef(tensor.name), "local")
         if tma != 0:  # recorded only when asked, as cache_read's
-            args += (_value(tma) if isinstance(tma, Flag) else True,)
-        self._steps.append(Step("cache_write", None, args, (stage.name,)))
+            args += (self._ref(tma) if isinstance(tma, Flag) else True,)
+        (stage,) = self._push(Step("cache_write", None, args, (f"{tensor.name}_local",)))
         return stage
 
     def fingerprint(self) -> str:

@@ -11,18 +11,19 @@ independent of the schedule that made it.
   output tensor or the list of them) in scope.
 - `replay(trace, outputs)` rebuilds it by calling the real primitives again, so each one is validated and
   checked as it was the first time; the result has the same fingerprint and lowers to the same source.
+- A schedule's state is the fold of its trace (tilec/schedule/state.py, one function per primitive).
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import keyword
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
 from tilec.errors import ArgumentError, TilecError
-from tilec.ir.expr import IterVar
 from tilec.ir.tensor import Tensor
 
 if TYPE_CHECKING:
@@ -198,6 +199,89 @@ class Trace(Sequence):
 
     def __str__(self) -> str:
         return _Writer(self).source()
+
+    def to_json(self) -> str:
+        """The trace as JSON text (plain data: names, ints, strs, bools), which `Trace.from_json` reads back:
+        what a tuning study stores of the schedule it tuned (tilec/tune/study.py, `stored_plan`)."""
+        steps = [{"primitive": st.primitive, "stage": st.stage, "args": [_to_data(a) for a in st.args],
+                  "results": list(st.results), "within": st.within} for st in self._steps]
+        return json.dumps({"steps": steps, "axes": {n: [list(sp), list(red)] for n, sp, red in self._axes}},
+                          sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Trace:
+        """The trace of `to_json`'s text. Read back from storage it is data, checked before use: anything but
+        what `to_json` writes raises `ArgumentError` (and `replay` validates each step against its outputs).
+
+        Example:
+            >>> from tilec.schedule import Trace
+            >>> io, ii = s[C].split(i, tc.knob("BM", [64, 128]))
+            >>> Trace.from_json(s.trace.to_json()) == s.trace
+            True
+        """
+        try:
+            data = _items(json.loads(text), dict)
+            steps = []
+            for d in _items(data["steps"], list):
+                within = _items(d, dict)["within"]
+                if within is not None and not isinstance(within, str):
+                    raise TypeError(f"within is a primitive's name or null, got {within!r}")
+                args = tuple(_from_data(a) for a in _items(d["args"], list))
+                steps.append(Step(d["primitive"], d["stage"], args, _names(d["results"]), within))
+            axes = {}
+            for n, pair in _items(data["axes"], dict).items():
+                if len(_items(pair, list)) != 2:
+                    raise TypeError(f"the axes of {n} are [axis names, reduce axis names], got {pair!r}")
+                axes[n] = (_names(pair[0]), _names(pair[1]))
+        except (ArgumentError, TypeError, ValueError, KeyError) as e:
+            why = f"no {e}" if isinstance(e, KeyError) else str(e)
+            raise ArgumentError(f"Trace.from_json: not a trace's JSON text (Trace.to_json): {why}"[:500]) from None
+        return cls(steps, axes)
+
+
+# -- the JSON form of a trace ----------------------------------------------------------------------
+
+def _to_data(a):
+    if isinstance(a, AxisRef):
+        return {"axis": [a.stage, a.name]}
+    if isinstance(a, StageRef):
+        return {"stage": a.name}
+    if isinstance(a, TensorRef):
+        return {"tensor": a.name}
+    if isinstance(a, KnobRef):
+        return {"knob": a.name, "choices": list(a.choices), "flag": a.flag}
+    if isinstance(a, tuple):
+        return [_to_data(x) for x in a]
+    return a  # an int, a str or a bool
+
+
+def _items(value, kind: type):
+    if not isinstance(value, kind):
+        raise TypeError(f"expected a {kind.__name__}, got {type(value).__name__}")
+    return value
+
+
+def _names(value) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+        raise TypeError(f"expected a list of names, got {value!r}")
+    return tuple(value)
+
+
+def _from_data(a):
+    """One argument of a step from its JSON form: exactly what `_to_data` writes, else TypeError."""
+    if isinstance(a, (bool, int, str)):
+        return a
+    if isinstance(a, list):
+        return tuple(_from_data(x) for x in a)
+    if isinstance(a, dict) and set(a) == {"axis"} and len(_names(a["axis"])) == 2:
+        return AxisRef(*a["axis"])
+    if isinstance(a, dict) and set(a) in ({"stage"}, {"tensor"}) and isinstance(next(iter(a.values())), str):
+        return StageRef(a["stage"]) if "stage" in a else TensorRef(a["tensor"])
+    if isinstance(a, dict) and set(a) == {"knob", "choices", "flag"} and isinstance(a["knob"], str) \
+            and isinstance(a["flag"], bool) and isinstance(a["choices"], list) \
+            and all(type(c) is int for c in a["choices"]):
+        return KnobRef(a["knob"], tuple(a["choices"]), a["flag"])
+    raise TypeError(f"not an argument of a step: {a!r}"[:200])
 
 
 # -- the Python text of a trace --------------------------------------------------------------------
@@ -416,16 +500,10 @@ def _find_stage(sched, name: str, where: str):
 
 def _find_axis(sched, ref: AxisRef, where: str):
     st = _find_stage(sched, ref.stage, where)
-    known = {a.name: a for a in list(st.tensor.axis) + list(st.tensor.reduce_axis)} if st.kind == "compute" else {}
-    for rel in st.relations:  # consumed axes too: the primitive itself says what replaced them
-        for f in fields(rel):
-            a = getattr(rel, f.name)
-            if isinstance(a, IterVar):
-                known.setdefault(a.name, a)
-    if ref.name not in known:
+    if ref.name not in st.all_axes:  # consumed axes too: the primitive itself says what replaced them
         have = ", ".join(a.name for a in st.leaves) or "none"
         raise ArgumentError(f"{where}: {ref.stage} has no axis {ref.name} (its axes: {have})")
-    return known[ref.name]
+    return st.all_axes[ref.name]
 
 
 def _resolve(sched, a, where: str, knobs: dict):

@@ -129,6 +129,9 @@ class Tuning:
                 created = False
             study.get_trials(deepcopy=False)
         _study._check_study(study, name, self.space.knobs)
+        trace = self.sched.trace.to_json()  # the schedule it tunes, replayable without its code (stored_plan)
+        if study.user_attrs.get("trace") != trace:
+            study.set_user_attr("trace", trace)
         # The process that creates the study seeds it (and a coordinating process seeds an empty one).
         # Not a worker on SQLite: leave seeding to the coordinating process there.
         # A grid (the whole space fits the trials) visits every config: seeds would only measure some twice.

@@ -33,6 +33,9 @@
 - Configs are stored as optuna params (JSON), never pickles. Whatever is read back from a study
   (params, times, values, reasons) is data: a config is used only if it is one of the knobs'
   choices, times only if they are finite numbers for the mix's shapes; nothing is evaluated.
+- A study also stores the trace of the schedule it tunes (`user_attrs["trace"]`, `Trace.to_json`), so
+  a tuned result is (trace, config): `stored_plan` reads it back and `build_stored` replays the trace on
+  the computation and builds the config, without the code that made the schedule.
 
 `tune` builds a `driver.Tuning`, which checks the arguments, and runs its phases (open and seed,
 settle, refill, objective, rounds, choose; driver.py lists them); this module keeps what they share.
@@ -62,6 +65,7 @@ from tilec.poly.footprint import SHARED_LIMIT
 from tilec.runtime import triton_compat
 from tilec.runtime.kernel import Kernel
 from tilec.schedule.schedule import Schedule
+from tilec.schedule.trace import Trace, replay
 from tilec.tune.cost import analysis_for, estimate
 from tilec.tune.measure import random_inputs
 from tilec.tune.mix import ShapeMix
@@ -77,8 +81,8 @@ from tilec.tune.storage import (
 from tilec.tune.trials import fmt_time, measured_itself
 from tilec.version import __version__
 
-__all__ = ["FINISHED", "FewerConfigs", "Forgotten", "TuningInterrupted", "Tuned", "default_storage", "forget",
-           "make_storage", "study_key", "tune"]
+__all__ = ["FINISHED", "FewerConfigs", "Forgotten", "TuningInterrupted", "Tuned", "build_stored", "default_storage",
+           "forget", "make_storage", "stored_plan", "study_key", "tune"]
 
 FINISHED = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED, optuna.trial.TrialState.FAIL)
 KEY_SCHEMA = 2            # bump when what goes into study names changes
@@ -233,6 +237,47 @@ def _config_key(cfg: dict) -> str:
     return json.dumps(cfg, sort_keys=True)
 
 
+def stored_plan(study) -> tuple[str, dict]:
+    """What a study keeps of a tuned result: the trace of the schedule it tuned, as JSON text (stored when
+    tuning opens the study), and its best generic config (the completed trial of least weighted time, as
+    `tilec show` prints it). Both are data read back from storage; `build_stored` checks them.
+
+    Raises:
+        ArgumentError: the study stores no trace (tuned before tilec stored them: tuning it again with the
+            same schedule stores it and keeps its trials) or has no completed trial.
+    """
+    trace = study.user_attrs.get("trace")
+    if not isinstance(trace, str):
+        raise ArgumentError(f"study {study.study_name} stores no schedule trace (tuned before tilec stored them); "
+                            f"tune it again (its trials are kept) to store it")
+    done = [t for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+            if type(t.value) in (int, float) and math.isfinite(t.value)]
+    if not done:
+        raise ArgumentError(f"study {study.study_name}: no trial completed")
+    best = min(done, key=lambda t: (t.value, t.number))
+    return trace, dict(best.params)
+
+
+def build_stored(trace: str, config: dict, outputs: Tensor | Sequence[Tensor], args: Sequence[Tensor]) -> Kernel:
+    """The kernel of a tuned result stored as (trace, config) (`stored_plan`): the schedule replayed from
+    `trace` on `outputs` (the computation alone: the code that scheduled it, such as the user's file, is not
+    run), built with `config` for `args` (inputs, then outputs, as `tc.build`'s).
+
+    The trace is checked as `Trace.from_json` and `tc.replay` check any (each step validated and checked
+    again on these outputs), and `config` must give each of the replayed schedule's knobs one of its choices.
+
+    Raises:
+        ArgumentError: the trace is not a trace's JSON text or does not fit `outputs`, or `config` is not a
+            config of its knobs.
+    """
+    sched = replay(Trace.from_json(trace), outputs)
+    knobs = {n: list(k.choices) for n, k in sched.knobs.items()}
+    if not _valid_config(config, knobs):
+        raise ArgumentError(f"build_stored: {config!r} is not a config of the stored schedule's knobs "
+                            f"({', '.join(f'{n} in {c}' for n, c in knobs.items()) or 'none'})"[:500])
+    return Kernel(sched, args, dict(config))
+
+
 class Tuned:
     """The result of tc.tune: a plan, and a callable that dispatches each call to its kernel.
 
@@ -269,7 +314,9 @@ class Tuned:
         self._by_sizes = {}
         for shape, _ in mix:
             self._by_sizes[tuple(shape[n] for n in sorted(self._sizes))] = kernels[ShapeMix.key(shape)]
-        self._generic: dict[str, Kernel] = {}
+        # config -> its generic kernel, for shapes outside the mix: the plan's own where it is generic
+        self._generic: dict[str, Kernel] = {_config_key(chosen.configs[key]): k for key, k in kernels.items()
+                                            if not k.specialize}
 
     def _key(self, tensors) -> tuple:
         return tuple(tensors[self._inputs.index(t)].shape[d] for _, (t, d) in sorted(self._sizes.items()))
@@ -713,12 +760,17 @@ def _choose(sched, args, mix, study, calls, tuning_s, knobs, url: str, recipe: s
     compile_s = time.perf_counter() - t0
     opts = options(table, mix, tuning_s, compile_s)
     chosen = min(opts, key=lambda o: o.total(calls))
-    kernels = {}
+    kernels, generic = {}, {}
     for shape, _ in mix:
         key = ShapeMix.key(shape)
         cfg = chosen.configs[key]
-        spec = {k: v for k, v in shape.items()} if chosen.name == "per-shape" else None
-        kernels[key] = Kernel(sched, args, cfg, specialize=spec)
+        if chosen.name == "per-shape":
+            kernels[key] = Kernel(sched, args, cfg, specialize=dict(shape))
+        else:  # one kernel per config, checked once: a call lowers it under its shape's facts
+            ck = _config_key(cfg)
+            if ck not in generic:
+                generic[ck] = Kernel(sched, args, cfg)
+            kernels[key] = generic[ck]
     if chosen.name == "per-shape":
         chosen.notes.append("T was measured with each config's generic kernel; the specialized kernels "
                             "(sizes baked in as constants) are not timed separately")
