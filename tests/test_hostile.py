@@ -549,6 +549,18 @@ def test_name_the_fused_gemm_uses_end_to_end(unchecked_primitives, role, name):
     torch.testing.assert_close(kern(a, w), torch.nn.functional.silu(a @ w), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("role,name", [("Y", "A_shared"), ("Y", "C_local")])
+def test_a_tensor_named_like_a_cache_stage(role, name):
+    # Y named A_shared (or C_local): the cache stage cache_read(A) (cache_write(C)) makes used to take the same
+    # name, and the trace, which finds stages by name, placed Y where the cache was asked for (refused as
+    # "compute_at(A_shared, ...) makes A_shared read C"); the cache now takes a name nothing has
+    s, (A, W, C, Y), _ = design_schedule(tiles=(16, 16, 16), stages=None, names={role: name})
+    assert {c.name for c in s.caches}.isdisjoint(s.stages)
+    kern = tc.build(s, [A, W, Y])
+    a, w = torch.randn(20, 40), torch.randn(40, 18)
+    torch.testing.assert_close(kern(a, w), torch.nn.functional.silu(a @ w), rtol=1e-4, atol=1e-4)
+
+
 # ---------------------------------------------------------------------------------------------
 # facts: tc.assume
 

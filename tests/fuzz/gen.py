@@ -435,6 +435,8 @@ class Generator:
             return E(f"({a.code} {op} {b.code})", cat, weak)
         if r < 0.65 and cat == "f":
             den = rng.choice([f"(tc.abs({b.code}) + 1.0)", b.code, "3.0", f"(tc.abs({b.code}) + 0.5)"])
+            if den == b.code and a.weak and b.weak and float(eval(b.code)) == 0.0:
+                den = "3.0"  # two Python numbers divide in Python: 0.001 / 0.0 raised ZeroDivisionError (seed 24706044)
             py_den = den == "3.0" or (den == b.code and b.weak)  # a Python number: tc.abs(...) is not
             return E(f"({a.code} / {den})", "f", a.weak and py_den)
         if r < 0.8:

@@ -1101,6 +1101,14 @@ class Schedule:
         """A copy of the knobs, for one primitive's arguments to check against (and each other)."""
         return dict(self.knobs)
 
+    def _cache_name(self, base: str) -> str:
+        """A cache stage's name: `base`, with `_` appended until no stage, cache or tensor has it (a user may
+        name a tensor `A_shared`; the trace finds stages by name)."""
+        name = base
+        while name in self.stages or name in self.tensors or any(c.name == name for c in self.caches):
+            name += "_"
+        return name
+
     def _stage_named(self, name: str) -> Stage:
         return self.stages[name] if name in self.stages else next(c for c in self.caches if c.name == name)
 
@@ -1209,9 +1217,7 @@ class Schedule:
             if st.kind != "compute" or tensor not in st.tensor.inputs:
                 raise ArgumentError(f"argument 3, 'readers' to cache_read: {st.name} does not read {tensor.name}")
             stages.append(st)
-        name = f"{tensor.name}_{scope}"
-        while any(c.name == name for c in self.caches):
-            name += "_"
+        name = self._cache_name(f"{tensor.name}_{scope}")
         tma = _flag(tma, 4, "tma", "cache_read", self._knobs_so_far())
         args = (TensorRef(tensor.name), SCOPES[SCOPES.index(scope)], tuple(StageRef(st.name) for st in stages))
         if tma != 0:  # recorded only when asked: the log (and study names) of other schedules stay
@@ -1264,7 +1270,7 @@ class Schedule:
         args = (TensorRef(tensor.name), "local")
         if tma != 0:  # recorded only when asked, as cache_read's
             args += (self._ref(tma) if isinstance(tma, Flag) else True,)
-        (stage,) = self._push(Step("cache_write", None, args, (f"{tensor.name}_local",)))
+        (stage,) = self._push(Step("cache_write", None, args, (self._cache_name(f"{tensor.name}_local"),)))
         return stage
 
     def fingerprint(self) -> str:
