@@ -8,14 +8,14 @@ import sys
 from pathlib import Path
 
 import tilec as tc
-from tilec.lower import fusion, passes, persistent
+from tilec.lower import fusion, passes, persistent, subtiles
 from tilec.lower.nest import For, TileId
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 
 
 def test_the_pass_list_is_build_then_each_rewrite_in_its_own_file():
-    assert passes.PASSES == [passes.build, persistent.tile_loops, fusion.compute_with]
+    assert passes.PASSES == [passes.build, subtiles.merge_pieces, persistent.tile_loops, fusion.compute_with]
     modules = [inspect.getmodule(p) for p in passes.PASSES[1:]]
     assert len(set(modules)) == len(modules)  # one rewrite, one file
     for p in passes.PASSES:
@@ -30,7 +30,10 @@ def test_the_persistent_pass_rewrites_a_copy():
 
     s, _ = persistent_gemm.make()
     program = tc.lower(s, {"BN": 192})  # sub-tiles too: a build per piece, merged, then the tile loop
-    built = passes.build([], program)
+    pieces = passes.build([], program)
+    assert [k.piece for k in pieces] == [("ji", 192, 0, 128), ("ji", 192, 128, 64)]
+    built = subtiles.merge_pieces(pieces, program)
+    assert len(built) == 1 and built[0].piece is None
     before = [list(k.body) for k in built]
     after = persistent.tile_loops(built, program)
     assert [list(k.body) for k in built] == before and not any(k.persistent for k in built)

@@ -395,10 +395,8 @@ class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, ValueEmitte
             online = self.online_init(placed, out, looped=n < len(lay.loops)) if placed.online else None
             self.emit_reduce_loops(placed, loop_vars, defs, define, n, out, acc, online)
             result = Val(c.Name(acc[0]), acc[1], acc[2])
-            if n < len(lay.loops) and dtypes.is_float(acc[2]) and (acc[2] == x.tensor.dtype or online):
-                # Triton 3.6's TritonGPUOptimizeThreadLocality pass asserts (a compiler abort) when the
-                # result of a float reduction loop has several uses: read it through one add. Exact for
-                # a sum (its +0.0 start never turns into -0.0); a max/min of -0.0 returns +0.0.
+            if targets.loop_result_needs_one_read(dtypes.is_float(acc[2]), n < len(lay.loops),
+                                                  acc[2] == x.tensor.dtype or bool(online)):
                 result = Val(c.BinOp("+", c.Name(acc[0]), c.Num(0.0)), acc[1], acc[2])
             if online:
                 result = self.online_finish(placed, online, result, out, looped=n < len(lay.loops))
@@ -550,4 +548,5 @@ class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, ValueEmitte
             grid=grid, grid_text=[self.text(g) for g in grid], body=body, header=header, num_warps=warps,
             outputs=self.stores, inputs=self.loads,
             fp_fusion=any(n in self.p.plan.online for n in self.stages), config=dict(self.config),
-            names=frozenset(self.names))
+            names=frozenset(self.names),
+            piece=None if self.piece is None else (self.piece[0].name, self.root_placed.layout.subtiled[1]) + self.piece[1:])

@@ -214,6 +214,9 @@ class KernelIR:
     fp_fusion: bool = False
     config: dict = field(default_factory=dict)  # knob name -> value: the constexpr parameters' values
     names: frozenset = frozenset()  # every name the build gave out (a pass's new name avoids them)
+    # a build of one power-of-two piece of a sub-tiled tile: (tile axis name, tile extent, start, length);
+    # the pass subtiles.merge_pieces makes one kernel of a tile's pieces
+    piece: tuple | None = None
 
     @property
     def descriptors(self) -> list[Param]:

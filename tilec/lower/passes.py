@@ -17,7 +17,8 @@ from __future__ import annotations
 import os
 import sys
 
-from tilec.lower import fusion, persistent
+from tilec.lower import fusion, persistent, split_k, subtiles
+from tilec.lower.builder import KernelBuilder
 from tilec.lower.nest import KernelIR
 from tilec.lower.nest_printer import render_nest
 
@@ -25,14 +26,25 @@ from tilec.lower.nest_printer import render_nest
 def build(kernels: list[KernelIR], program) -> list[KernelIR]:
     """The loop-nest IR of each root stage's kernel, in launch order (`KernelBuilder`, builder.py): its
     loops, the stages placed in them, their values. A sub-tiled tile (a 192-wide tile) is built once per
-    power-of-two piece and the builds merged (subtiles.py); a split_k root is two kernels, the partial
-    sums and their combine (`Program._split_k`). The online rewrite of a loop's statistics (`online`) and
-    split_k's loops are emitted by the builder as it walks the loops."""
-    return kernels + [k for root in program.plan.kernels for k in program._kernels(root)]
+    power-of-two piece (the next pass merges them); a split_k root is two kernels, the partial sums and
+    their combine (split_k.py). The online rewrite of a loop's statistics (online.py) and split_k's loops
+    are emitted by the builder as it walks the loops."""
+    out = list(kernels)
+    for root in program.plan.kernels:
+        split = split_k.plan(program, root)
+        for mode in [None] if split is None else [split.as_mode("partial"), split.as_mode("combine")]:
+            if root.layout.subtiled is None:
+                out.append(KernelBuilder(program, root, split=mode).build())
+                continue
+            axis, extent = root.layout.subtiled  # one build per power-of-two piece (KernelIR.piece)
+            out += [KernelBuilder(program, root, piece=(axis, start, length), split=mode).build()
+                    for start, length in subtiles.pieces(extent)]
+    return out
 
 
 PASSES = [
-    build,                  # the nest of each kernel (sub-tiles: a build per piece, merged; split_k: two kernels)
+    build,                  # the nest of each kernel (a sub-tiled one: a build per piece; split_k: two kernels)
+    subtiles.merge_pieces,  # sub-tiles: a tile's builds per power-of-two piece merged into one kernel
     persistent.tile_loops,  # persistent grid axes: the statements after their program id in a tile loop
     fusion.compute_with,    # compute_with: a stage's outermost loop fused into the sibling loop it names
 ]

@@ -5,16 +5,11 @@ kernels in launch order. `lower(s, config)` returns it; print it to read the loo
 from __future__ import annotations
 
 import copy
-import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from tilec.errors import ArgumentError, LoweringError
-from tilec.ir.expr import Const
-from tilec.ir.knob import Knob, factor_value, resolve_config
-from tilec.ir.tensor import Tensor
-from tilec.lower import passes, subtiles
-from tilec.lower.builder import KernelBuilder
+from tilec.ir.knob import resolve_config
+from tilec.lower import passes
 from tilec.lower.nest import KernelIR
 from tilec.lower.nest_printer import render_nest
 from tilec.lower.triton_printer import Form, module, uses_libdevice
@@ -23,35 +18,6 @@ from tilec.plan.check import check_schedule
 from tilec.schedule.schedule import Schedule
 
 TARGETS = ("cuda", "interpreter")
-
-
-@dataclass(frozen=True)
-class SplitK:
-    """split_k on a root stage, for its kernels' builders: which kernel (`mode`: "partial", its parts'
-    sums to the workspace; "combine", their sum in order, then the rounding and the epilogue), the loop
-    split, the number of parts (a Const or a Knob, and its value as text), the grid dimension of the
-    parts, and the workspace tensor ((parts, *shape), or (*shape) zeroed for the atomics)."""
-
-    mode: str
-    axis: object
-    parts_expr: object
-    parts_text: str
-    deterministic: bool
-    dim: int
-    workspace: Tensor
-    stats: tuple = ()  # online statistics of the loop: (their stage name, their workspace of partial states)
-
-    def as_mode(self, mode: str) -> SplitK:
-        return dataclasses.replace(self, mode=mode)
-
-    def describe(self) -> str:
-        how = "added in order" if self.deterministic else "added with atomics (deterministic=False)"
-        return (f"{self.axis.name} in {self.parts_text} parts (program_id.{self.dim}), {self.workspace.dtype} partial sums in "
-                f"{self.workspace.name}, {how}; this is the {self.mode} kernel")
-
-
-def _as_expr(parts):
-    return parts if isinstance(parts, Knob) else Const(int(parts), "int32")
 
 
 class Program:
@@ -84,71 +50,6 @@ class Program:
                                     f"compute_root({st.name}), or place its consumers in its loops instead")
         self.kernels: list[KernelIR] = passes.run(self)  # the build, then each rewrite (lower/passes.py)
         self._source = None
-
-    def _kernels(self, root) -> list[KernelIR]:
-        """The kernels of one root stage: one, or split_k's partial and combine kernels."""
-        split = self._split_k(root)
-        if split is None:
-            return [self._kernel(root)]
-        return [self._kernel(root, split.as_mode("partial")), self._kernel(root, split.as_mode("combine"))]
-
-    def _split_k(self, root) -> SplitK | None:
-        st = root.stage
-        if st.k_split is None:
-            return None
-        axis, parts, deterministic = st.k_split
-        deterministic = bool(factor_value(deterministic, self.config))  # True, False or a tc.flag's choice
-        what = f"{st.name}.split_k({axis.name})"
-        lay = root.layout
-        if lay.kind.get(axis) == "single":  # the loop runs once at these sizes: one part, no split
-            return None
-        if lay.persistent:
-            raise LoweringError(f"{what}: {st.name}'s grid is persistent; split-K needs one program per part "
-                                f"beside the tiles (drop persistent, or split_k)")
-        if lay.first_reduce >= len(lay.loops) or lay.loops[lay.first_reduce] is not axis:
-            first = lay.loops[lay.first_reduce].name if lay.first_reduce < len(lay.loops) else None
-            raise LoweringError(f"{what}: {axis.name} is not {st.name}'s outermost reduction loop"
-                                + (f" (that is {first})" if first else " (it has none: split the reduction axis "
-                                   "and keep the outer part as a loop)"))
-        if lay.kind[axis] != "serial":
-            raise LoweringError(f"{what}: {axis.name} is an unrolled loop; split-K runs a serial loop in parts")
-        if st.fused_with is not None or any(o.fused_with and o.fused_with[0] is st for o in self.sched.stages.values()):
-            raise LoweringError(f"{what}: not with compute_with in the same kernel yet")
-        used = set(st.binds.values())
-        free = [d for d in (1, 2) if d not in used]
-        if not free:
-            raise LoweringError(f"{what}: program_id.1 and .2 are both bound; split-K runs its parts on a free "
-                                f"grid dimension (fuse the grid axes onto program_id.0)")
-        red = st.tensor.body
-        name, n = f"{st.name}_part", 1
-        while name in self.sched.tensors or name in self.workspaces:
-            name, n = f"{st.name}_part{n}", n + 1
-        shape = tuple(st.tensor.shape) if not deterministic else (_as_expr(parts),) + tuple(st.tensor.shape)
-        ws = Tensor(name, shape, red.dtype)
-        self.workspaces[name] = (ws, not deterministic)
-        stats = []
-        if st.name in self.plan.online:  # each part's running statistics too, merged in order by the combine
-            if not deterministic:
-                raise LoweringError(f"{what}: an online loop's parts are merged by rescaling (max, then sums), "
-                                    f"which atomics cannot do; split_k it deterministically")
-            for t in self.plan.online[st.name].stats:
-                sname, n = f"{t.name}_part", 1
-                while sname in self.sched.tensors or sname in self.workspaces:
-                    sname, n = f"{t.name}_part{n}", n + 1
-                sws = Tensor(sname, (_as_expr(parts),) + tuple(t.shape), "float32")
-                self.workspaces[sname] = (sws, False)
-                stats.append((t.name, sws))
-        return SplitK("", axis, _as_expr(parts), str(factor_value(parts, self.config)), deterministic, free[0], ws,
-                      tuple(stats))
-
-    def _kernel(self, root, split=None) -> KernelIR:
-        """The loop-nest IR of one kernel; a sub-tiled tile is built piece by piece and merged (subtiles.py)."""
-        if root.layout.subtiled is None:
-            return KernelBuilder(self, root, split=split).build()
-        axis, extent = root.layout.subtiled
-        builds = [KernelBuilder(self, root, piece=(axis, start, length), split=split).build()
-                  for start, length in subtiles.pieces(extent)]
-        return subtiles.merge(builds, axis.name, extent)
 
     @property
     def target(self) -> str:

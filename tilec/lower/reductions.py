@@ -10,6 +10,7 @@ from __future__ import annotations
 from tilec.ir import dtypes
 from tilec.ir.expr import Binary, Cast, Expr, Load, Reduce
 from tilec.lower import code as c
+from tilec.lower import targets
 from tilec.lower.nest import AccInit, Comment, Dot, Note, Update, Why
 from tilec.lower.values import Val, _where, castable
 from tilec.schedule.schedule import Stage
@@ -77,17 +78,15 @@ class Reductions:
         env = self.env[x.name]
         loads: dict = {}
         v = self.emit(red.body, x, loads)
-        if v.dtype != acc_dtype:  # tl.sum of bools is uint32 on the GPU: sum in the accumulator type
+        if targets.sum_cast_first(v.dtype, acc_dtype):
             v = Val(c.Cast(v.code, acc_dtype), v.dims, acc_dtype)
         full = self._order(set(sdims) | set(rdims))
         self._check_tile_numel(x, full)
         body = self.expand(v, full, full=True)
         masks = [Val(env[a].mask, env[a].dims, "bool") for a in red.axes if env[a].mask]
-        if (red.op == "sum" and dtypes.is_float(acc_dtype) and len(full) >= 3 and not masks
-                and _is_product(red.body)):
-            # Triton rewrites sum(x[:, :, None] * y[None, :, :], axis=1) into a TF32 tl.dot, which
-            # is wrong for a k tile narrower than its instruction (fuzz seed 900441): not a bare product
-            self.stmts.append(Why("tf32_sum"))
+        if targets.product_sum_becomes_dot(red.op, dtypes.is_float(acc_dtype), len(full), bool(masks),
+                                           _is_product(red.body)):
+            self.stmts.append(Why("tf32_sum"))  # not a bare product: Triton would make a TF32 tl.dot of it
             body = c.BinOp("+", body, c.Num(0.0))
         if masks:
             m = self.combine(c.all_of, masks, "bool")

@@ -1,5 +1,5 @@
-"""split_k's two kernels, a part of `KernelBuilder` (builder.py); `Program._split_k` decides the split
-(`SplitK`: the loop, the parts, the workspace). The partial kernel runs one chunk of the root's outermost
+"""split_k's two kernels: `plan` decides the split once per root (`SplitK`: the loop, the parts, the
+workspace), and `SplitKParts`, a part of `KernelBuilder` (builder.py), emits them. The partial kernel runs one chunk of the root's outermost
 reduction loop per program on a free grid dimension and stores its sum to its slice of the workspace, or
 adds it with an atomic (`store_partial`); the combine kernel adds the parts' sums in order, part 0 first
 (`combine_partials`), then rounds the stage and runs its epilogue. An online loop's parts carry their
@@ -10,11 +10,102 @@ of the loop a part runs is set in `open_loop`.
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
+
+from tilec.errors import LoweringError
+from tilec.ir.expr import Const
+from tilec.ir.knob import Knob, factor_value
+from tilec.ir.tensor import Tensor
 from tilec.lower import code as c
 from tilec.lower.nest import Comment, For, Note, Store, Update
 from tilec.lower.nest import Load as LoadTile
 from tilec.lower.values import Val, _where
 from tilec.schedule.schedule import Stage
+
+
+@dataclass(frozen=True)
+class SplitK:
+    """split_k on a root stage, for its kernels' builders: which kernel (`mode`: "partial", its parts'
+    sums to the workspace; "combine", their sum in order, then the rounding and the epilogue), the loop
+    split, the number of parts (a Const or a Knob, and its value as text), the grid dimension of the
+    parts, and the workspace tensor ((parts, *shape), or (*shape) zeroed for the atomics)."""
+
+    mode: str
+    axis: object
+    parts_expr: object
+    parts_text: str
+    deterministic: bool
+    dim: int
+    workspace: Tensor
+    stats: tuple = ()  # online statistics of the loop: (their stage name, their workspace of partial states)
+
+    def as_mode(self, mode: str) -> SplitK:
+        return dataclasses.replace(self, mode=mode)
+
+    def describe(self) -> str:
+        how = "added in order" if self.deterministic else "added with atomics (deterministic=False)"
+        return (f"{self.axis.name} in {self.parts_text} parts (program_id.{self.dim}), {self.workspace.dtype} partial sums in "
+                f"{self.workspace.name}, {how}; this is the {self.mode} kernel")
+
+
+def _as_expr(parts):
+    return parts if isinstance(parts, Knob) else Const(int(parts), "int32")
+
+
+def plan(program, root) -> SplitK | None:
+    """split_k on `root` (a placed root stage of `program`), decided once for its two kernels: None where
+    the stage has no split_k or its loop runs once at these sizes; else the loop, the parts, the grid
+    dimension and the workspaces (registered in `program.workspaces`). Refused with a `LoweringError`
+    where the split cannot be made (persistent grid, not the outermost reduction loop, an unrolled loop,
+    compute_with, no free grid dimension, atomics over an online loop)."""
+    st = root.stage
+    if st.k_split is None:
+        return None
+    axis, parts, deterministic = st.k_split
+    deterministic = bool(factor_value(deterministic, program.config))  # True, False or a tc.flag's choice
+    what = f"{st.name}.split_k({axis.name})"
+    lay = root.layout
+    if lay.kind.get(axis) == "single":  # the loop runs once at these sizes: one part, no split
+        return None
+    if lay.persistent:
+        raise LoweringError(f"{what}: {st.name}'s grid is persistent; split-K needs one program per part "
+                            f"beside the tiles (drop persistent, or split_k)")
+    if lay.first_reduce >= len(lay.loops) or lay.loops[lay.first_reduce] is not axis:
+        first = lay.loops[lay.first_reduce].name if lay.first_reduce < len(lay.loops) else None
+        raise LoweringError(f"{what}: {axis.name} is not {st.name}'s outermost reduction loop"
+                            + (f" (that is {first})" if first else " (it has none: split the reduction axis "
+                               "and keep the outer part as a loop)"))
+    if lay.kind[axis] != "serial":
+        raise LoweringError(f"{what}: {axis.name} is an unrolled loop; split-K runs a serial loop in parts")
+    if st.fused_with is not None or any(o.fused_with and o.fused_with[0] is st for o in program.sched.stages.values()):
+        raise LoweringError(f"{what}: not with compute_with in the same kernel yet")
+    used = set(st.binds.values())
+    free = [d for d in (1, 2) if d not in used]
+    if not free:
+        raise LoweringError(f"{what}: program_id.1 and .2 are both bound; split-K runs its parts on a free "
+                            f"grid dimension (fuse the grid axes onto program_id.0)")
+    red = st.tensor.body
+    name, n = f"{st.name}_part", 1
+    while name in program.sched.tensors or name in program.workspaces:
+        name, n = f"{st.name}_part{n}", n + 1
+    shape = tuple(st.tensor.shape) if not deterministic else (_as_expr(parts),) + tuple(st.tensor.shape)
+    ws = Tensor(name, shape, red.dtype)
+    program.workspaces[name] = (ws, not deterministic)
+    stats = []
+    if st.name in program.plan.online:  # each part's running statistics too, merged in order by the combine
+        if not deterministic:
+            raise LoweringError(f"{what}: an online loop's parts are merged by rescaling (max, then sums), "
+                                f"which atomics cannot do; split_k it deterministically")
+        for t in program.plan.online[st.name].stats:
+            sname, n = f"{t.name}_part", 1
+            while sname in program.sched.tensors or sname in program.workspaces:
+                sname, n = f"{t.name}_part{n}", n + 1
+            sws = Tensor(sname, (_as_expr(parts),) + tuple(t.shape), "float32")
+            program.workspaces[sname] = (sws, False)
+            stats.append((t.name, sws))
+    return SplitK("", axis, _as_expr(parts), str(factor_value(parts, program.config)), deterministic, free[0], ws,
+                  tuple(stats))
 
 
 class SplitKParts:

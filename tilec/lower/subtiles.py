@@ -1,8 +1,9 @@
 """Sub-tiles: a tile whose extent is a multiple of 16 but not a power of two (Triton's tensors need
 powers of two) is lowered as power-of-two pieces, e.g. a 192-wide tile as 128 + 64.
 
-The kernel is built once per piece (`KernelBuilder(..., piece=(axis, start, length))`: the tile's
-`arange` covers that piece only), and the builds are merged statement by statement (`merge`). The
+The build pass builds the kernel once per piece (`KernelBuilder(..., piece=(axis, start, length))`: the
+tile's `arange` covers that piece only; `KernelIR.piece` says which), and this file's pass,
+`merge_pieces`, merges the builds statement by statement (`merge`). The
 builds have the same loops and statements in the same order; where a statement is the same in every
 build (the A tile of a GEMM, the offsets along other axes, the loops), the kernel has it once; where
 it differs (the W tile, the accumulator, the dot, the epilogue and the store of each piece), it has
@@ -112,6 +113,23 @@ class _Merge:
             if t0 := defined(first):
                 self.written.add(t0)
         return out
+
+
+def merge_pieces(kernels: list[KernelIR], program) -> list[KernelIR]:
+    """The pass: each run of builds of one kernel's pieces (`KernelIR.piece`, made by the build pass for
+    a sub-tiled tile) merged into one kernel; every other kernel as it is."""
+    out: list[KernelIR] = []
+    run: list[KernelIR] = []
+    for k in kernels + [None]:
+        if run and (k is None or k.piece is None or k.name != run[0].name):
+            axis, extent = run[0].piece[:2]
+            out.append(dataclasses.replace(merge(run, axis, extent), piece=None))
+            run = []
+        if k is not None and k.piece is not None:
+            run.append(k)
+        elif k is not None:
+            out.append(k)
+    return out
 
 
 def merge(kernels: list[KernelIR], axis: str, extent: int) -> KernelIR:

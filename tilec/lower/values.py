@@ -34,6 +34,7 @@ from tilec.ir.expr import (
 )
 from tilec.ir.knob import Knob
 from tilec.lower import code as c
+from tilec.lower import targets
 from tilec.lower.nest import Assign, Note, TanhExp
 from tilec.lower.nest import Load as LoadTile
 from tilec.lower.nest_printer import show
@@ -100,7 +101,7 @@ def castable(v: Val, dst: str) -> c.Ex:
     and an int or bool going to bfloat16 or float8 widened to float32 first, as torch converts it (Triton's
     interpreter bit-casts int -> bfloat16 and refuses int -> float8)."""
     x = tensor0d(v.code, v.dtype)
-    if not dtypes.is_float(v.dtype) and dst in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+    if targets.convert_through_float32(dtypes.is_float(v.dtype), dst):
         x = c.To(x, "float32")
     return x
 

@@ -521,59 +521,46 @@ def tune(sched: Schedule, mix: ShapeMix, trials: int = 64, *, args: Sequence[Ten
          gpus: str | int | Sequence[int] | None = None) -> Tuned | None:
     """Tune `sched`'s knobs for `mix` (the module docstring says how) and pick a plan; returns a `Tuned`.
 
-    Every config measured is built, checked against `reference` on every shape of the mix and timed there;
-    its objective is the call-weighted time. Configs that cannot work (a tile larger than every shape, a
-    config that does not lower, shared memory or registers over the limits) are pruned before anything
-    compiles; a config that fails or computes a wrong answer is a failed trial, never a winner. The study (optuna) is stored in `storage` under a name derived from everything
-    that changes a measurement, so the same call resumes it and a changed kernel starts afresh. The plan
-    (one generic config, one per shape, or buckets) is the one that minimises P + expected_calls * T:
-    compile and tuning price plus weighted time per call (`Tuned.plan` explains the choice). Where the space
-    has fewer configs that can be measured than `trials`, all are measured and `FewerConfigs` is warned.
+    Each config is built, checked against `reference` on every shape of the mix and timed there (objective:
+    the call-weighted time); configs that cannot work are pruned before compiling, and one that fails or is
+    wrong is a failed trial, never a winner. The study (optuna) is stored in `storage` under a name derived
+    from all that changes a measurement: the same call resumes it. The plan (one config, one per shape, or
+    buckets) minimises compile and tuning price + expected_calls * time per call (`Tuned.plan` says why).
 
     Args:
         sched: the schedule; its knobs (`tc.knob`, `tc.flag`) are the search space.
         mix: the shapes and their weights; each shape gives every size of the schedule.
         trials: the number of configs the study should have measured in all (not the number to add):
             repeats of a config, pruned and refused configs and interrupted trials are recorded, not counted.
-        args: the input placeholders and output tensors, as for `tc.build` (default: the schedule's inputs,
-            then its outputs).
+        args: the inputs and outputs, as for `tc.build` (default: the schedule's inputs, then its outputs).
         reference: a function of the torch inputs returning the expected output(s), which checks every
             candidate on every shape (default: the unscheduled compute, built by tilec).
-        storage: an optuna storage URL: sqlite:///file.db, postgresql://..., mysql://... (default: SQLite in
+        storage: an optuna storage URL: sqlite:///file.db, postgresql://... (default: SQLite in
             $TILEC_CACHE_DIR, ~/.cache/tilec/tuning.db); processes sharing it share the study.
-        expected_calls: the calls the kernel will serve, which weighs time per call against compile price in
-            the choice of plan.
+        expected_calls: the calls the kernel will serve (weighs time per call against compile price).
         timer: `timer(kernel, inputs)` -> seconds per call, for one shape's inputs (default: Triton's
             do_bench median on a GPU, a wall-clock median in the interpreter).
-        seed: the sampler's seed (multivariate TPE; a grid where the whole space fits in `trials`).
+        seed: the sampler's seed (multivariate TPE; a grid where the space fits in `trials`).
         seeds: the cost model's configs measured first in a new study (at most half of `trials`).
-        study_name: the study's name (default: derived from the schedule's fingerprint, knobs, args, mix,
-            shared-memory limit, device and versions).
+        study_name: the study's name (default: from the schedule's fingerprint, knobs, args, mix, device...).
         worker: only add trials to the shared study and return None (one such process per GPU or host).
-        shared_limit: bytes of shared memory one program may use; configs estimated above it are pruned
-            (default: Hopper's 232448).
-        heartbeat: seconds between the heartbeats of a running trial; the trial of a process that died is
-            failed after three missed beats, and its config retried.
-        progress: show a progress bar on stderr (configs measured, best time, repeats and pruned configs,
-            the time left at this run's rate; in the interpreter, once, that its times say nothing about
-            a GPU); None (the default) shows it where stderr is a terminal.
-        jobs: worker processes measuring candidates (default: half the cores, at most 4); 0 measures in
-            this process, unisolated.
-        timeout: seconds one candidate may take to compile, check and time on every shape before it fails.
-        recipe: a Python file whose make() rebuilds this schedule (and whose reference(), if any, is the
-            reference); on a GPU, workers start from it in fresh processes (else tuning is not isolated).
-        gpus: "all", a number N, or GPU indices ("0,1"): first run one worker process per GPU on the study,
-            each pinned with CUDA_VISIBLE_DEVICES, then plan here (needs `recipe`; without a GPU, N workers
-            on the CPU).
+        shared_limit: bytes of shared memory a program may use, else pruned (default: Hopper's 232448).
+        heartbeat: seconds between a running trial's heartbeats; three missed fail it (its config retried).
+        progress: a progress bar on stderr (configs measured, best time, repeats, pruned, time left); None
+            (the default) shows it where stderr is a terminal.
+        jobs: worker processes measuring candidates (default: half the cores, at most 4); 0: this process.
+        timeout: seconds a candidate may take to compile, check and time on every shape, else it fails.
+        recipe: a Python file whose make() rebuilds this schedule (its reference(), if any, the reference);
+            on a GPU, workers start from it in fresh processes (else tuning is not isolated).
+        gpus: "all", a number N, or GPU indices ("0,1"): first one worker process per GPU on the study
+            (CUDA_VISIBLE_DEVICES), then plan here (needs `recipe`; without a GPU, N workers on the CPU).
 
     Returns:
         The `Tuned` plan (call it like a Kernel), or None with `worker=True`.
 
     Raises:
-        ArgumentError: `sched` is not a Schedule or `mix` not a ShapeMix; a shape misses a size of the
-            schedule or names one it lacks; `trials`, `progress`, `jobs`, `timeout`, `heartbeat`, `recipe` or
-            `gpus` is out of its range; `storage` is no database URL (or an in-memory or foreign database);
-            the study under this name searched another space; or no config completed.
+        ArgumentError: a bad `sched`, `mix` or shape; an argument out of its range; `storage` not a
+            database URL; the study under this name searched another space; or no config completed.
         TuningInterrupted: SIGINT or SIGTERM stopped tuning (the running trials are failed and queued
             again; the same call resumes).
 
