@@ -168,6 +168,16 @@ def test_an_unknown_tilec_logs_name_is_an_error(monkeypatch):
     assert kernel_mod.logs() == {"passes", "output_code"}
 
 
+def test_tc_lower_refuses_an_unknown_tilec_logs_name_too(monkeypatch):
+    # tc.lower alone (no build) used to ignore a misspelt switch: TILEC_LOGS=pases printed nothing, silently
+    import persistent_gemm
+
+    s, _ = persistent_gemm.make()
+    monkeypatch.setenv("TILEC_LOGS", "pases")
+    with pytest.raises(ArgumentError, match="TILEC_LOGS='pases': unknown pases"):
+        tc.lower(s)
+
+
 def test_tilec_logs_passes_prints_the_nest_after_each_pass(monkeypatch, capsys):
     import persistent_gemm
 
@@ -181,9 +191,9 @@ def test_tilec_logs_passes_prints_the_nest_after_each_pass(monkeypatch, capsys):
     err = capsys.readouterr().err
     heads = [f"# tilec: after pass {p.__module__.rsplit('.', 1)[-1]}.{p.__name__}" for p in PASSES]
     assert [line for line in err.splitlines() if line.startswith("# tilec: after pass")] == heads
-    assert heads[:3] == ["# tilec: after pass passes.build", "# tilec: after pass persistent.tile_loops",
-                         "# tilec: after pass fusion.compute_with"]
-    built, tiled = err.split(heads[1])[0], err.split(heads[1])[1].split(heads[2])[0]
+    assert heads[:4] == ["# tilec: after pass passes.build", "# tilec: after pass subtiles.merge_pieces",
+                         "# tilec: after pass persistent.tile_loops", "# tilec: after pass fusion.compute_with"]
+    built, tiled = err.split(heads[2])[0], err.split(heads[2])[1].split(heads[3])[0]
     assert "persistent tile loop" not in built and "persistent tile loop" in tiled  # each pass's own nest
     assert err.rstrip().endswith(str(program).rstrip())  # the last pass's nest is the program's
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import sys
 
+from tilec.errors import ArgumentError
 from tilec.lower import fusion, persistent, split_k, subtiles
 from tilec.lower.builder import KernelBuilder
 from tilec.lower.nest import KernelIR
@@ -63,7 +64,16 @@ def run(program) -> list[KernelIR]:
     return kernels
 
 
+LOGS = ("output_code", "passes")  # what TILEC_LOGS may name (comma-separated), as TORCH_LOGS does
+
+
 def log_names() -> set[str]:
-    """The names TILEC_LOGS sets (comma-separated); `tilec.runtime.kernel.logs` refuses unknown ones (the
-    runtime reads them here: lowering cannot import the runtime)."""
-    return {n.strip() for n in os.environ.get("TILEC_LOGS", "").split(",") if n.strip()}
+    """The TILEC_LOGS switches set: `output_code` prints each generated module and its path as it is built
+    (tilec/runtime/kernel.py), `passes` the loop nest after each lowering pass, both to stderr. An unknown
+    name is an `ArgumentError`, not silence, wherever it is read (`tc.lower` too)."""
+    names = {n.strip() for n in os.environ.get("TILEC_LOGS", "").split(",") if n.strip()}
+    unknown = sorted(names - set(LOGS))
+    if unknown:
+        raise ArgumentError(f"TILEC_LOGS={os.environ['TILEC_LOGS']!r}: unknown {', '.join(unknown)}; it takes "
+                            f"a comma-separated list of {', '.join(LOGS)}")
+    return names
