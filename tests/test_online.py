@@ -190,6 +190,39 @@ def test_causal_attention_skips_the_masked_tiles():
     assert tc.lower(s2, {"BM": 16, "BN": 16}).source().count("tl.range(") == 1  # no mask: one loop
 
 
+@pytest.mark.parametrize("store_s", [True, False])
+def test_a_stored_stage_in_the_skipped_loop_runs_every_tile(store_s):
+    # fuzz seed 24807380: S, computed in O's online loop and also an output, was left unwritten in the tiles
+    # the causal where() skips (rows 8.. of a 9 x 9 S with 8-wide tiles); a stored stage now makes every
+    # tile run, and an S that is not stored keeps the skip
+    M, N, L = tc.size_vars("M N L")
+    Q = tc.placeholder((M, L), "float32", name="Q")
+    B = tc.placeholder((N,), "float32", name="B")
+    k = tc.reduce_axis(L, name="k")
+    S = tc.compute((M, N), lambda i, j: tc.sum(Q[i, k] * B[j], axis=k), name="S")
+    k1 = tc.reduce_axis(N, name="k1")
+    m = tc.compute((M,), lambda i: tc.max(tc.where(k1 >= i, S[i, k1], float("-inf")), axis=k1), name="m")
+    k2 = tc.reduce_axis(N, name="k2")
+    O = tc.compute((M,), lambda i: tc.sum(tc.exp(tc.where(k2 >= i, S[i, k2], float("-inf")) - m[i]), axis=k2),
+                   name="O")
+    s = tc.create_schedule([m, O])
+    s[O].online(s[m])
+    k2o, _ = s[O].split(O.reduce_axis[0], 8)
+    s[S].compute_at(s[O], k2o)
+    args = [Q, B, m, O, S] if store_s else [Q, B, m, O]
+    kernel = tc.build(s, args)
+    assert ("k2o_lo = " in kernel.source) != store_s  # the skip's bounds, only where S is not stored
+    q, b = torch.randn(9, 3), torch.randn(9)
+    got = kernel(q, b)
+    s_ref = q.sum(1, keepdim=True) * b
+    masked = torch.where(torch.arange(9)[None, :] >= torch.arange(9)[:, None], s_ref, float("-inf"))
+    m_ref = masked.amax(1)
+    torch.testing.assert_close(got[0], m_ref)
+    torch.testing.assert_close(got[1], torch.exp(masked - m_ref[:, None]).sum(1))
+    if store_s:
+        torch.testing.assert_close(got[2], s_ref)
+
+
 @pytest.mark.slow
 def test_skip_masked_false_runs_every_tile_and_propagates_nan_as_written():
     att = _attention()

@@ -73,6 +73,18 @@ class OnlineLoop:
             self.stmts = saved
         return accs
 
+    def _stored_inside(self, placed: Placed, level: int) -> bool:
+        """Whether a stage computed inside `placed`'s loop `level` (or deeper) is stored to memory (an
+        output, a buffer): skipping the tiles the mask excludes would leave its elements there unwritten."""
+        stored = self.p.plan.stored
+
+        def inside(p: Placed) -> bool:
+            groups = list(p.producers.items()) + list(p.consumers.items())
+            return any(q.name in stored or inside(q) for lev, qs in groups for q in qs)
+
+        groups = list(placed.producers.items()) + list(placed.consumers.items())
+        return any(q.name in stored or inside(q) for lev, qs in groups if lev >= level for q in qs)
+
     def _online_bounds(self, placed: Placed, form, out: list) -> None:
         """Where the max's operand is where(cond, x, -inf) with cond linear in the axes: the tiles of the
         online loop where cond holds somewhere (the others add each member's identity) and those where it
@@ -87,6 +99,8 @@ class OnlineLoop:
         if ineqs is None or len(loops) != 1 or split is None or lay.loops[loops[0]] is not split.outer \
                 or split.inner not in lay.tiles:
             return
+        if self._stored_inside(placed, loops[0]):
+            return  # a stage computed in the loop is stored: every tile of it must run (fuzz seed 24807380)
         env = self.env[x.name]
         bn = self.factor(split.factor)
 

@@ -715,7 +715,8 @@ class Stage:
         semantics) a NaN or infinity of a coefficient (V) at a key of a skipped tile does not reach the
         output, as in SDPA's flash and cuDNN backends (in the tiles that run, 0 * NaN is NaN as written);
         `skip_masked=False` runs every tile, so every NaN propagates as the naive compute (and SDPA's math
-        backend) has it. A `tc.flag` lets the tuner try both (its choice 0, the default, is False).
+        backend) has it. A `tc.flag` lets the tuner try both (its choice 0, the default, is False). No tile
+        is skipped where a stage computed in the loop is stored (an output): each of its elements is written.
 
         Before and after, as loop nest and Triton: tests/golden/primitives/online.txt.
 
