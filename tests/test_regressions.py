@@ -622,3 +622,18 @@ def test_float32_to_float8_e5m2_past_its_largest_value_is_infinite_in_the_gpu_fo
     assert torch.equal(y.view(torch.uint8)[~x.isnan()], want.view(torch.uint8)[~x.isnan()])
     assert y.float()[x.isnan()].isnan().all()
     assert want[8].float().item() == inf and want[7].float().item() == 57344.0  # the threshold is torch's
+
+
+def test_an_int32_sum_past_int32_wraps_as_torchs_does():
+    # fuzz seed 24903880: Triton's interpreter summed a tile of int32 values in int64 and refused the 0-d
+    # result past int32 (an InterpreterError, counted as internal); the GPU and torch wrap around
+    M = tc.size_vars("M")
+    X = tc.placeholder((M,), "float32", name="X")
+    k = tc.reduce_axis(M, name="k")
+    E = tc.compute((M,), lambda i: tc.sum(X[i].astype("int32") + k * 0, axis=k), name="E")
+    s = tc.create_schedule(E)
+    s[E].split(E.reduce_axis[0], 128)
+    x = torch.tensor([2.0e9, -2.1e9, 1.5e9])
+    got = tc.build(s, [X, E])(x)
+    want = x.to(torch.int32)[:, None].expand(3, 3).sum(1, dtype=torch.int32)
+    assert got.dtype == torch.int32 and torch.equal(got, want)

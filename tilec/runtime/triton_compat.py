@@ -46,6 +46,7 @@ def triton():
     if target() == "interpreter":
         _fix_interpreter_comparisons()
         _fix_interpreter_rounding()
+        _fix_interpreter_int_reductions()
     return _triton
 
 
@@ -114,6 +115,28 @@ def _fix_interpreter_comparisons() -> None:
         if name.startswith(("create_icmp", "create_fcmp")) and name[-2:] in ops:
             setattr(builder, name, compare(ops[name[-2:]]))
     builder._tilec_comparisons_fixed = True
+
+
+def _fix_interpreter_int_reductions() -> None:
+    """Triton 3.6's interpreter sums a 1-d integer tile with numpy, which widens int32 to int64, and then
+    refuses a 0-d result past int32 (OverflowError) where the GPU, and torch for an int32 result, wrap
+    around (fuzz seed 24903880: a sum of int32 casts of infinities). Here the 0-d result wraps as a tile's
+    already did (numpy's astype)."""
+    import numpy as np
+    from triton.runtime import interpreter
+
+    ops = interpreter.ReduceOps
+    if getattr(ops, "_tilec_int_wrap", False):
+        return
+    original = ops.to_tensor
+
+    def to_tensor(self, ret, dtype):
+        if not getattr(ret, "shape", None) and isinstance(ret, (int, np.integer)) and dtype.is_int():
+            ret = np.asarray(ret).astype(interpreter._get_np_dtype(dtype))  # wraps, as on the GPU
+        return original(self, ret, dtype)
+
+    ops.to_tensor = to_tensor
+    ops._tilec_int_wrap = True
 
 
 def _fix_interpreter_rounding() -> None:
