@@ -209,10 +209,19 @@ class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, ValueEmitte
                 out.append(Assign(mask, c.BinOp("&", cond, v.mask) if v.mask else cond))
                 env[axis] = AxisVal(v.code, v.dims, v.level, c.Name(mask), None,
                                     v.canon and (v.canon, "<", size_text(axis.extent)))
+        for axis, h in placed.halo.items():  # a stencil's producer: the window the place's iteration reads
+            env[axis] = self._window(placed, axis, h, out)
         leaf_val: dict[Expr, Val] = {}  # the code of each leaf (and of a value named once), by its index-map node
         level_of: dict[IterVar, int] = {}
         saved = self.stmts
         self.stmts = out
+        for rel in getattr(st, "absorbed", ()):  # WithinPlace: its splits of axes the place gives values
+            step, axes = ((f"split({rel.parent.name}, {show(self.factor(rel.factor))})", rel.parent.name)
+                          if isinstance(rel, Split) else
+                          (f"fuse({rel.outer.name}, {rel.inner.name})", f"{rel.outer.name}, {rel.inner.name}"))
+            out.append(Comment(f"{x.name}: {step} absorbed: {axes} follow{'s' if isinstance(rel, Split) else ''} "
+                               f"{placed.target.name}'s loops, which give "
+                               f"{'it its' if isinstance(rel, Split) else 'them their'} values"))
         if lay.grid:
             out.append(Comment(f"{x.name}: grid axes " + ", ".join(
                 f"{a.name} -> program_id.{st.binds[a]}" for a in lay.grid)))
@@ -292,6 +301,47 @@ class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, ValueEmitte
         self._attached(placed, -1, "consumer", out)
         self.stmts = saved
 
+    def window(self, placed: Placed, axis: IterVar, h) -> tuple[c.Ex, int, int]:
+        """(start, span, n) of the window of producer axis `axis` that one iteration of its place reads
+        (`Halo`): its target axis runs over [start, start + span) there (one value, or one tile's block), so
+        the reads cover n = span + hi - lo values from start + lo."""
+        tv = self.env[placed.target.name][h.target]
+        if not tv.dims:
+            span, start = 1, tv.code
+        elif len(tv.dims) == 1 and tv.block is not None and self.piece is None:
+            span, start = self.extent_value(tv.dims[0]), tv.block
+        else:
+            raise LoweringError(
+                f"{placed.name} is computed at {placed.target.name}'s loops and read at shifted positions of "
+                f"{placed.target.name}.{h.target.name} (a halo), whose values in one iteration there are not one "
+                f"block of a tile (a fused or sub-tiled axis); split {h.target.name} plainly, or compute "
+                f"{placed.name} at root")
+        return start, span, span + h.hi - h.lo
+
+    def _window(self, placed: Placed, axis: IterVar, h, out: list) -> AxisVal:
+        """A tile dim of a power of two over the window (`window`), masked to it and to the axis's extent."""
+        start, span, n = self.window(placed, axis, h)
+        size = 1 << (n - 1).bit_length()
+        dim = self.fresh(f"{axis.name}_halo")
+        # laid out where the axis's own tile would be: before the dims of the axes after it (no transposes)
+        tenv, axes = self.env[placed.target.name], list(placed.stage.tensor.axis)
+        later = [self.dim_order.index(d) for b in axes[axes.index(axis) + 1:] if b in placed.bound
+                 for d in tenv[placed.bound[b]].dims if d in self.dim_order]
+        self.dim_order.insert(min(later, default=len(self.dim_order)), dim)
+        self.dim_extent[dim] = c.Num(size)
+        first = c.sum_of(start, c.Num(h.lo)) if h.lo > 0 else (c.BinOp("-", start, c.Num(-h.lo)) if h.lo else start)
+        offs, mask = self.fresh(f"offs_{axis.name}"), self.fresh(f"mask_{axis.name}")
+        arange = c.call("arange", 0, size)
+        out.append(Assign(offs, c.sum_of(first, arange)))
+        conds = [c.BinOp("<", c.Name(offs), self.scalar(axis.extent))]
+        if h.lo < 0:
+            conds.insert(0, c.BinOp(">=", c.Name(offs), c.Num(0)))
+        if size != n:
+            conds.insert(0, c.BinOp("<", arange, c.Num(n)))
+        out.append(Assign(mask, c.all_of(*conds)))
+        level = self.env[placed.target.name][h.target].level
+        return AxisVal(c.Name(offs), (dim,), level, c.Name(mask))
+
     def _check_tile_numel(self, x: Stage, dims) -> None:
         """Triton's tensors hold at most 2**20 elements: check each tile the kernel materializes (a load,
         an accumulator, a reduction's operand, a stage's value; a dot's (m, n, k) product never is)."""
@@ -360,12 +410,27 @@ class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, ValueEmitte
             where = placed.layout.loops[level].name if level >= 0 else "grid"
             out.append(Comment(f"{other.name} computed at {x.name}.{other.stage.attach[1].name}"
                                + (f" (loop {where})" if where != other.stage.attach[1].name and level >= 0 else "")
-                               + (": its region, in memory" if other.name in self.p.plan.scratch else "")))
+                               + (": its region, in memory" if other.name in self.p.plan.scratch else "")
+                               + self._halo_note(other)))
             self.emit_stage(other, out)
             if other.name in self.p.plan.scratch:  # its readers load it back, other threads' elements too
-                out.append(Barrier(Note((f"  # {other.name}'s region stored: the program's threads wait",),
+                out.append(Barrier(Note((f"  # {other.name}'s region stored{self._halo_note(other)}: the "
+                                         "program's threads wait",),
                                         op="", lhs=("barrier",))))
                 self.materialized.add(other.name)
+
+    def _halo_note(self, placed: Placed) -> str:
+        """What a stencil's window costs: per axis, the values computed per iteration of the place against
+        the values the iteration itself covers (the overlap with its neighbours is computed again)."""
+        if not placed.halo:
+            return ""
+        parts, extra = [], 1.0
+        for axis, h in placed.halo.items():
+            _, span, n = self.window(placed, axis, h)
+            size = 1 << (n - 1).bit_length()
+            parts.append(f"{axis.name}: {n} per {span}" + (f" in a tile of {size}" if size != n else ""))
+            extra *= n / span
+        return f" (halo recomputed: {', '.join(parts)}, {extra:.2f}x the work)"
 
     def _canon(self, code: c.Ex, dims, axis: IterVar, masked: bool, guards) -> tuple:
         """What an axis's offsets and mask are, whatever their names (`AxisVal.canon`): two axes of one canon

@@ -96,7 +96,7 @@ class Analysis:
             self._masks = {
                 name: {axis: needs_mask(p.layout, axis, self.config, self.facts)
                        for axis in list(p.stage.tensor.axis) + list(p.stage.tensor.reduce_axis)
-                       if axis not in p.bound}
+                       if axis not in p.bound and axis not in p.halo}
                 for name, p in self.plan.placed.items()}
         return self._masks
 

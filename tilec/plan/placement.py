@@ -21,7 +21,7 @@ from tilec.ir.online import NotOnline, OnlineForm, online_form
 from tilec.plan.indexmap import IndexMap
 from tilec.poly.masks import single_iteration
 from tilec.schedule.defaults import default_stage
-from tilec.schedule.schedule import Schedule, Stage, tile_extent_problem
+from tilec.schedule.schedule import Schedule, Split, Stage, tile_extent_problem
 
 # The warps a kernel gets when its schedule sets none: enough that its root stage's tile holds at most this
 # many values per thread. 4 warps up to a 128 x 128 tile, 8 for 128 x 256, 16 for 256 x 256: with 4 warps a
@@ -204,8 +204,8 @@ class Layout:
         return next((leaf for leaf in reversed(seq[at + 1:]) if axis in self.origin[leaf]), None)
 
     def level_of_leaf(self, leaf: IterVar) -> int:
-        """The loop depth a place at `leaf` means: its index among the loops; for a single leaf (no loop),
-        the enclosing loop's (the last loop before it in the stage's order; -1: the kernel's top)."""
+        """The loop depth a place at `leaf` means: its index among the loops; for a single leaf (no loop) or a
+        tile axis, the enclosing loop's (the last loop before it in the stage's order; -1: the kernel's top)."""
         if leaf in self.loops:
             return self.loops.index(leaf)
         before = self.leaves[:self.leaves.index(leaf)]
@@ -219,45 +219,130 @@ def _reads_any(t, stats, seen=()) -> bool:
     return any(u in stats or _reads_any(u, stats, seen + (t.name,)) for u in t.inputs)
 
 
-def _plain_map(producer, consumer) -> dict | None:
-    """producer axis -> consumer axis at the first plain read `producer[i, j]` in consumer's body."""
-    for node in walk(consumer.body):
-        if isinstance(node, Load) and node.tensor is producer and all(isinstance(i, IterVar) for i in node.indices) \
-                and len(set(node.indices)) == len(node.indices):
-            return dict(zip(producer.axis, node.indices))
+@dataclass(frozen=True)
+class Halo:
+    """A placed producer's axis read at shifted positions of its target's axis (a stencil): in one iteration
+    of the place, it runs over what that iteration reads, `target + lo` to `target + hi` past the target's own
+    range (Halide's bounds inference); the overlap between iterations is computed again."""
+
+    target: IterVar
+    lo: int
+    hi: int
+
+
+def _shift(idx) -> tuple[IterVar, int] | None:
+    """An index `v`, `v + c`, `c + v` or `v - c` (v an axis, c an int) as (v, c); None for any other."""
+    if isinstance(idx, IterVar):
+        return idx, 0
+    if isinstance(idx, Binary) and idx.op in ("+", "-"):
+        a, b = idx.a, idx.b
+        if isinstance(a, IterVar) and isinstance(b, Const) and isinstance(b.value, int) and not isinstance(b.value, bool):
+            return a, b.value if idx.op == "+" else -b.value
+        if idx.op == "+" and isinstance(b, IterVar) and isinstance(a, Const) and isinstance(a.value, int) \
+                and not isinstance(a.value, bool):
+            return b, a.value
     return None
 
 
-def bound_axes(x: Stage, target: Stage) -> dict[IterVar, IterVar]:
-    """For `x` placed in `target`'s loop: which of x's axes follow which of target's axes.
+def _shift_map(producer, consumer) -> tuple[dict | None, dict | None]:
+    """(shifted, plain) maps of producer axis -> (consumer axis, lo, hi) from the reads of `producer` in
+    consumer's body. `shifted`: over every read `producer[i + c, ...]`, each index an axis plus an int, one
+    consumer axis per producer axis whatever the read, distinct axes; None where a read is at computed
+    positions (`X[i * 2]`, `X[0, j]`) or the reads disagree on the axes. `plain`: the first plain read
+    `producer[i, j]` alone (no shift; the lowering reads the others from memory or refuses them)."""
+    found: dict | None = {}
+    plain = None
+    for node in walk(consumer.body):
+        if not (isinstance(node, Load) and node.tensor is producer):
+            continue
+        shifts = [_shift(i) for i in node.indices]
+        ok = all(s is not None for s in shifts) and len({v for v, _ in shifts}) == len(shifts)
+        if ok and plain is None and all(d == 0 for _, d in shifts):
+            plain = {a: (v, 0, 0) for a, (v, _) in zip(producer.axis, shifts)}
+        if not ok:
+            found = None
+        for a, (v, d) in zip(producer.axis, shifts) if found is not None else ():
+            old = found.get(a)
+            if old is not None and old[0] is not v:
+                found = None
+                break
+            found[a] = (v, d, d) if old is None else (v, min(old[1], d), max(old[2], d))
+    return found or None, plain
+
+
+def bound_axes(x: Stage, target: Stage) -> tuple[dict[IterVar, IterVar], dict[IterVar, Halo]]:
+    """For `x` placed in `target`'s loop: which of x's axes follow which of target's axes (`bound`), and which
+    follow one at shifted positions (`halo`: a producer read by a stencil).
 
     Along the chain of reads between them (`C[i, j]` in Y's body, directly or through stages in
-    between), each plain access says which index variable names which axis; composing them gives the
-    correspondence. A stage with a shifted read on the way (a halo) cannot share loops. A producer's
-    axes that no axis of the target names are its own: it computes them over their whole extent.
+    between), each access `P[i + c, j]` says which index variable names which axis, and by which shifts;
+    composing them gives the correspondence, the shifts adding up. A consumer placed in a producer's loop
+    follows its first plain read (isl then checks the others: a read of the next element is a broken
+    dependence, with its counterexample). A producer's axes that no axis of the target names are its own:
+    it computes them over their whole extent.
     """
     sched = x.sched
     rel = sched.related(x, target)
     producer, consumer = (x, target) if rel == "producer" else (target, x)
     path = nx.shortest_path(sched.graph, producer.tensor.name, consumer.tensor.name)
-    m = {a: a for a in producer.tensor.axis}
+    m = {a: (a, 0, 0) for a in producer.tensor.axis}
     for p, c in zip(path, path[1:]):
-        step = _plain_map(sched.tensors[p], sched.tensors[c])
-        if step is None:
+        shifted, plain = _shift_map(sched.tensors[p], sched.tensors[c])
+        step = (shifted or plain) if rel == "producer" else plain
+        if step is None and rel != "producer":
             raise LoweringError(
                 f"compute_at({x.name}, {target.name}): not supported: {c} reads {p} only at shifted or computed "
-                f"positions (a halo, as in a stencil); sharing loops needs a plain access like {p}[i, j]. "
-                f"Compute {x.name} at root instead")
-        m = {a: step[v] for a, v in m.items() if v in step}
-    return m if rel == "producer" else {v: a for a, v in m.items()}
+                f"positions (a halo, as in a stencil) inside {p}'s own loops, where only the current position is "
+                f"computed; sharing loops needs a plain access like {p}[i, j]. Compute {x.name} at root instead, "
+                f"or place {target.name} in {x.name}'s loops (a producer placed in a stencil's loops computes the "
+                f"halo)")
+        if step is None:
+            raise LoweringError(
+                f"compute_at({x.name}, {target.name}): not supported: {c} reads {p} at computed positions (an "
+                f"index that is not an axis plus a constant) or at different axes in different reads; sharing "
+                f"loops needs accesses like {p}[i, j] or {p}[i + 1, j]. Compute {x.name} at root instead")
+        m = {a: (step[v][0], lo + step[v][1], hi + step[v][2]) for a, (v, lo, hi) in m.items() if v in step}
+    bound = {a: v for a, (v, lo, hi) in m.items() if lo == hi == 0}
+    if rel != "producer":
+        return {v: a for a, v in bound.items()}, {}
+    return bound, {a: Halo(v, lo, hi) for a, (v, lo, hi) in m.items() if not lo == hi == 0}
+
+
+class WithinPlace:
+    """A placed stage seen without its own splits of the axes its place fixes (`absorbed`, in the order they
+    were made). In Halide a producer's split inside its compute_at region orders the region's points; here
+    the place gives those axes their values (one value, or the target's tile, held at once), so such a
+    split has nothing left to order: its loops are absorbed into the place, and the nest says so. Every
+    other attribute is the stage's own."""
+
+    def __init__(self, stage: Stage, fixed: set):
+        self._stage = stage
+        origin = {a: frozenset({a}) for a in (*stage.tensor.axis, *stage.tensor.reduce_axis)}
+        absorbed = []
+        for rel in stage.relations:
+            if isinstance(rel, Split):
+                origin[rel.outer] = origin[rel.inner] = origin[rel.parent]
+            else:
+                origin[rel.fused] = origin[rel.outer] | origin[rel.inner]
+            if (origin[rel.parent] if isinstance(rel, Split) else origin[rel.fused]) <= fixed:
+                absorbed.append(rel)
+        self.absorbed = tuple(absorbed)
+        self.relations = [r for r in stage.relations if r not in absorbed]
+        self.leaves = [a for a in stage.leaves if not origin[a] <= fixed]
+
+    def __getattr__(self, name):
+        return getattr(self._stage, name)
 
 
 def layout_of(stage: Stage, fixed: set, root: bool, config: dict, facts=()) -> Layout:
-    """The stage's effective loops: its own schedule, or the default one if it was never scheduled."""
+    """The stage's effective loops: its own schedule (without its splits of the axes its place fixes:
+    `WithinPlace`), or the default one if it was never scheduled."""
     st = stage
     if not stage.touched:
         st = default_stage(stage, frozenset(fixed))
         st.attach = stage.attach
+    elif fixed and WithinPlace(stage, fixed).absorbed:
+        st = WithinPlace(stage, fixed)
     return Layout(st, fixed, root, config, facts)
 
 
@@ -270,6 +355,7 @@ class Placed:
     target: Placed | None = None
     level: int = -1                 # -1: the kernel's top (inside the grid); n: body of target's loop n
     bound: dict = field(default_factory=dict)       # x axis -> target axis
+    halo: dict = field(default_factory=dict)        # x axis -> Halo: follows a target axis at shifted positions
     producers: dict = field(default_factory=lambda: defaultdict(list))  # my level -> [Placed]
     consumers: dict = field(default_factory=lambda: defaultdict(list))
     caches: dict = field(default_factory=lambda: defaultdict(list))      # my level -> [cache Stage]
@@ -409,6 +495,8 @@ class Plan:
     def _in_registers(self, p: Placed) -> bool:
         """Whether producer p's region (at an outer loop of its consumer) is one tile that every reader in the
         kernel reads by the same tiles: then it stays in registers; else it goes through memory."""
+        if p.halo:  # a stencil's window: its readers read it at shifted positions, other threads' elements
+            return False
         own = [a for a in p.stage.tensor.axis if a not in p.bound]
         tiles = {a: self._tile(p, a) for a in own}
         if any(t is None for t in tiles.values()):
@@ -453,7 +541,9 @@ class Plan:
         leaf = lay.resolve(axis)
         if leaf is not None and lay.kind.get(leaf) == "grid":
             return -1
-        if leaf is not None and (leaf in lay.loops or leaf in lay.singles):
+        if leaf is not None and (leaf in lay.loops or leaf in lay.singles or lay.kind.get(leaf) == "tile"):
+            # a tile axis is a vector dimension, no loop: a place at it is the loop around it (Halide's
+            # compute_at at an innermost xi computes per point what that loop's tile computes at once)
             return lay.level_of_leaf(leaf)
         where = [a.name for a in lay.grid + lay.loops]
         raise MisplacedError(
@@ -462,9 +552,10 @@ class Plan:
             f"; place {who.name} at one of {', '.join(f'{placed.name}.{w}' for w in where) or 'none (compute_root)'}",
             stage=who, target=placed.stage)
 
-    def _place(self, stage: Stage, target: Placed | None, level: int, bound: dict) -> Placed:
-        lay = layout_of(stage, set(bound), target is None, self.config, self.facts)
-        me = Placed(stage, lay, target, level, bound)
+    def _place(self, stage: Stage, target: Placed | None, level: int, bound: dict, halo=None) -> Placed:
+        halo = halo or {}
+        lay = layout_of(stage, set(bound) | set(halo), target is None, self.config, self.facts)
+        me = Placed(stage, lay, target, level, bound, halo)
         self.placed[stage.name] = me
         for c in self.sched.caches:
             if c.kind == "cache_read" and isinstance(c.attach, tuple) and c.attach[0] is stage:
@@ -477,9 +568,12 @@ class Plan:
             if isinstance(other.attach, tuple) and other.attach[0] is stage:
                 lvl = self._level(me, other, other.attach[1])
                 producer = self.sched.related(other, stage) == "producer"
-                bound = bound_axes(other, stage)
+                bound, halo = bound_axes(other, stage)
                 place = lay.resolve(other.attach[1])
-                late = {axis: lay.inner_loop(taxis, place) for axis, taxis in bound.items()}
+                if lay.kind.get(place) == "tile":  # the loop around it (`_level`)
+                    place = lay.loops[lvl] if lvl >= 0 else None
+                follows = bound | {axis: h.target for axis, h in halo.items()}
+                late = {axis: lay.inner_loop(taxis, place) for axis, taxis in follows.items()}
                 late = {axis: loop for axis, loop in late.items() if loop is not None}
                 if late and not producer:
                     axis, loop = next(iter(late.items()))
@@ -490,7 +584,8 @@ class Plan:
                 # a producer at an outer loop (Halide's compute_at): the axes that follow loops inside the
                 # place are its own, over their whole extent (its own loops): it computes the region that
                 # one iteration of the place reads
-                child = self._place(other, me, lvl, {a: t for a, t in bound.items() if a not in late})
+                child = self._place(other, me, lvl, {a: t for a, t in bound.items() if a not in late},
+                                    {a: h for a, h in halo.items() if a not in late})
                 if producer and any(a not in child.bound for a in other.tensor.axis):
                     self._regions.append(child)
                 (me.producers if producer else me.consumers)[lvl].append(child)

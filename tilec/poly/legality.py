@@ -128,6 +128,7 @@ def message(v: Violation, sched, primitive: str) -> str:
         sink = f"the update {dst_t.name}[{', '.join(map(str, v.y))}]"
         src_spatial = f"the update {src_t.name}[{', '.join(map(str, v.x))}]"
     sizes = ", ".join(f"{k}={val}" for k, val in v.params.items())
+    sized = f"; sizes {sizes}" if sizes else ""
     loops = [f"{lab.split(' ')[0]}={val}" for lab, val in zip(v.labels, v.t)
              if lab and not lab.startswith(("position", "kernel")) and "." in lab][:4]
     at = f" (at {', '.join(loops)})" if loops else ""
@@ -136,19 +137,21 @@ def message(v: Violation, sched, primitive: str) -> str:
         k = ", ".join(f"{a.name}={val}" for a, val in zip(src_t.reduce_axis, v.x[src_t.ndim:]))
         return (f"{primitive} makes {dst_t.name} read {src_t.name} before {src_t.name}'s reduction over {red} is "
                 f"complete: {sink} would run{at} but {src_spatial} is still updated at {k} (flow dependence "
-                f"{src_t.name} -> {dst_t.name}; sizes {sizes})")
+                f"{src_t.name} -> {dst_t.name}{sized})")
     if v.reason == "parallel":
         return (f"{primitive} makes programs that run in parallel depend on each other: {sink} runs in one "
                 f"program{at} but needs {src_spatial}, which another program computes (dependence "
-                f"{src_t.name} -> {dst_t.name}; sizes {sizes}). Bind only axes whose iterations are independent")
+                f"{src_t.name} -> {dst_t.name}{sized}). Bind only axes whose iterations are independent")
     return (f"{primitive} breaks the order of {src_t.name} -> {dst_t.name}: {sink} would run{at} before "
-            f"{v.src.name}[{', '.join(map(str, v.x))}] that it depends on (sizes {sizes})")
+            f"{v.src.name}[{', '.join(map(str, v.x))}] that it depends on{_sizes_text(v.params)}")
 
 
 def bounds_violation(model, plan):
     """A stage placed in another's loop whose axis runs further than the loop covers: its elements
     past the end would never be computed. Returns (stage, message, counterexample) or None."""
     for p in plan.placed.values():
+        if p.halo and (found := _halo_violation(model, plan, p)) is not None:
+            return found
         for axis, taxis in p.bound.items():
             a, b = aff(axis.extent, {}, plan.config), aff(taxis.extent, {}, plan.config)
             if a == b:
@@ -163,8 +166,39 @@ def bounds_violation(model, plan):
             return (p.name, f"{p.name} is computed at {t.name}'s loops, which cover {t.name}.{taxis.name} in "
                             f"[0, {size_text(taxis.extent)}), but {p.name}.{axis.name} runs over "
                             f"[0, {size_text(axis.extent)}): {p.name}'s elements past the end would never be "
-                            f"computed (sizes {', '.join(f'{k}={v}' for k, v in sizes.items())}). Compute "
+                            f"computed{_sizes_text(sizes)}. Compute "
                             f"{p.name} at root, or give the two stages the same extent",
                     {"stage": p.name, "axis": axis.name, "sizes": sizes})
     return None
 
+
+def _sizes_text(sizes: dict) -> str:
+    return f" (sizes {', '.join(f'{k}={v}' for k, v in sizes.items())})" if sizes else ""
+
+
+def _halo_violation(model, plan, p):
+    """A stencil's producer placed in its reader's loops (`Placed.halo`) computes only the windows the reader's
+    iterations read. Where the producer is also needed whole (an output, or read by another kernel), its
+    elements outside every window would never be computed."""
+    readers = plan.sched.graph.successors(p.name)
+    if p.name not in plan.out_names and all(k == plan.kernel_of[p.name] for r in readers
+                                            for k in plan._reader_kernels(r)):
+        return None  # read only in this kernel: isl's dependences check each read against the windows
+    for axis, h in p.halo.items():
+        a, b = aff(axis.extent, {}, plan.config), aff(h.target.extent, {}, plan.config)
+        over = isl.Set.read_from_str(model.ctx, f"{model.pre}{{ : {a} > {b} + {h.hi} or {h.lo} > 0 }}")
+        over = over.intersect(model.context)
+        if over.is_empty():
+            continue
+        pt = over.sample_point()
+        sizes = {model.params[i]: pt.get_coordinate_val(isl.dim_type.param, i).to_python()
+                 for i in range(len(model.params))}
+        t = p.target
+        why = "an output of the kernel" if p.name in plan.out_names else "read by another kernel"
+        return (p.name, f"{p.name} is computed at {t.name}'s loops, each iteration computing the window of "
+                        f"{p.name}.{axis.name} it reads ({t.name}.{h.target.name} {h.lo:+d} to {h.hi:+d}), but "
+                        f"{p.name} is {why}, so it must be computed whole, and {p.name}.{axis.name} runs over "
+                        f"[0, {size_text(axis.extent)}), past what the windows cover{_sizes_text(sizes)}. "
+                        f"Compute {p.name} at root, or store only the stencil's output",
+                {"stage": p.name, "axis": axis.name, "sizes": sizes})
+    return None

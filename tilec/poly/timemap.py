@@ -23,13 +23,18 @@ from tilec.poly.model import NotAffine, PolyModel, aff
 _VAR = re.compile(r"\b_a\d+\b")
 
 
+_HALO = re.compile(r"\b_h\d+\b")
+
+
 @dataclass(frozen=True)
 class Entry:
-    """One time coordinate: an affine value, or free in [0, ext); `label` says which loop it is."""
+    """One time coordinate: an affine value, or free in [0, ext); `label` says which loop it is. A value
+    may use existential variables `_hN` (a stencil's shift, `Placed.halo`) bounded by `exists`."""
 
     value: str | None
     ext: str | None = None
     label: str = ""
+    exists: tuple[str, ...] = ()
 
 
 def _const(n: int, label: str = "") -> Entry:
@@ -46,6 +51,7 @@ class TimeMaps:
         # which is exact only under the facts that make it run once
         self.facts = facts_set(model.ctx, model.pre, list(facts))
         self.approx: set[str] = set()  # stages whose loop values isl cannot express exactly
+        self.halo_vars: dict = {}  # (stage, axis) -> the existential of its shift (Placed.halo)
         self.names = {p.name: {a: f"_a{n}" for n, a in enumerate(list(p.stage.tensor.axis)
                                                                    + list(p.stage.tensor.reduce_axis))}
                       for p in plan.placed.values()}
@@ -139,9 +145,21 @@ class TimeMaps:
         a = p.layout.loops[n]
         return [Entry(e.value, e.ext, f"{p.name}.{e.label}") for e in self.leaf[p.name][a]]
 
+    def _halo_var(self, p, axis) -> str:
+        return self.halo_vars.setdefault((p.name, axis), f"_h{len(self.halo_vars)}")
+
     def _translate(self, entries: list[Entry], src, dst) -> list[Entry]:
-        """Entries in src's variables rewritten in dst's (dst follows src through dst.bound)."""
+        """Entries in src's variables rewritten in dst's (dst follows src through dst.bound). An axis dst
+        follows at shifted positions (dst.halo: dst's element x is computed where src's axis is x - h, for
+        each shift h in [lo, hi] within src's extent) is written with an existential `_hN` for the shift."""
         rename = {self.names[src.name][ta]: self.names[dst.name][xa] for xa, ta in dst.bound.items()}
+        where: dict[str, tuple[str, ...]] = {}
+        for xa, h in dst.halo.items():
+            var, hv = self.names[dst.name][xa], self._halo_var(dst, xa)
+            ta = self.names[src.name][h.target]
+            rename[ta] = f"({var} - {hv})"
+            ext = aff(h.target.extent, {}, self.config)
+            where[ta] = (f"{h.lo} <= {hv} <= {h.hi}", f"0 <= {var} - {hv} < {ext}")
         out = []
         for e in entries:
             if e.value is None:
@@ -151,7 +169,10 @@ class TimeMaps:
             if used - set(rename):
                 out.append(Entry(None, e.ext, e.label))  # not fixed by dst: recomputed for every value
             else:
-                out.append(Entry(_VAR.sub(lambda m: rename[m.group(0)], e.value), e.ext, e.label))
+                def sub(text: str) -> str:
+                    return _VAR.sub(lambda m: rename[m.group(0)], text)
+                exists = tuple(sub(x) for x in e.exists) + tuple(x for ta in sorted(used) for x in where.get(ta, ()))
+                out.append(Entry(sub(e.value), e.ext, e.label, exists))
         return out
 
     def _base(self, p) -> list[Entry]:
@@ -210,19 +231,26 @@ class TimeMaps:
         cons = []
         have = set(stmt.names.values())
         free = self.free.setdefault(stmt.name, set())
+        exists: dict[str, None] = {}
         for n, e in enumerate(vec):
             if e.value is not None and not set(_VAR.findall(e.value)) <= have:
                 e = Entry(None, e.ext, e.label)  # e.g. a reduce loop seen from the init statement: any value
-            if e.value is None:
+            if e.value is None or _HALO.search(e.value):
+                # free, or one of the iterations whose window holds the element: a recomputation
                 free.add(n)
             if e.value is not None:
+                exists.update(dict.fromkeys(e.exists))
                 cons.append(f"_t{n} = {e.value}")
             elif e.ext is not None:
                 cons.append(f"0 <= _t{n} < {e.ext}")
             else:
                 cons.append(f"_t{n} >= 0")
         dims = ", ".join(f"_t{n}" for n in range(len(vec)))
-        text = f"{self.model.pre}{{ {stmt.name}[{stmt.vars}] -> [{dims}] : {' and '.join(cons)} }}"
+        body = " and ".join(cons)
+        if exists:
+            names = sorted({v for x in exists for v in _HALO.findall(x)}, key=lambda v: int(v[2:]))
+            body = f"exists ({', '.join(names)} : {' and '.join(list(exists) + cons)})"
+        text = f"{self.model.pre}{{ {stmt.name}[{stmt.vars}] -> [{dims}] : {body} }}"
         m = isl.Map.read_from_str(self.model.ctx, text)
         if self.facts is not None:
             m = m.intersect_params(self.facts)

@@ -546,8 +546,8 @@ class Stage:
 
     def _placeable_at(self, stage: Stage, axis: IterVar) -> None:
         """Refuse a place that the lowering can never accept, whatever primitives follow (the rules that
-        tilec.plan.placement applies at build): a tile axis of `stage` is a vector dimension, not a loop;
-        a cache_write's accumulator lives outside the reduction loops of a reduction."""
+        tilec.plan.placement applies at build): a cache_write's accumulator lives outside the reduction loops
+        of a reduction. (A tile axis is a place: the loop around it, tilec.plan.placement.Plan._level.)"""
         at = f"{stage.name}.{axis.name}"
         if self.kind == "cache_write":
             if not self.tensor.is_reduction:
@@ -560,12 +560,6 @@ class Stage:
                 why = "the inner axis of a split" if inner else "a reduction loop"
                 raise LoweringError(f"compute_at({self.name}, {at}): the accumulator must live outside the reduction "
                                     f"loops, and {axis.name} is {why}; {self._places_text(stage, 'it')}")
-        split = stage._tile_split(axis)
-        if split is not None:
-            raise LoweringError(
-                f"compute_at({self.name}, {at}): {axis.name} is a tile axis (a vector dimension, not a loop: the "
-                f"inner axis of split({split.parent.name}, {split.factor})), so nothing can be computed at it; "
-                f"{self._places_text(stage, self.name)}")
 
     @checked
     def compute_with(self, stage: Stage, axis: IterVar) -> Stage:
