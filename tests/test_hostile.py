@@ -283,7 +283,6 @@ def unchecked_primitives(monkeypatch):
     the whole schedule once, so a table of a hundred names builds in a second or two."""
     from tilec.schedule import schedule as schedule_mod
     monkeypatch.setattr(schedule_mod, "_primitive_check", lambda sched, **kw: None)
-    monkeypatch.setattr(schedule_mod, "_choices_check", None)
 
 
 def renamed(source: str, control: str) -> str | None:

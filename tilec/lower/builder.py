@@ -222,6 +222,9 @@ class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, ValueEmitte
             out.append(Comment(f"{x.name}: {step} absorbed: {axes} follow{'s' if isinstance(rel, Split) else ''} "
                                f"{placed.target.name}'s loops, which give "
                                f"{'it its' if isinstance(rel, Split) else 'them their'} values"))
+        for a in lay.ignored_binds:
+            out.append(Comment(f"{x.name}: bind({a.name}, 'program_id.{st.binds[a]}') ignored: {x.name} is computed in "
+                               f"{self.root.name}'s kernel, whose programs are the grid"))
         if lay.grid:
             out.append(Comment(f"{x.name}: grid axes " + ", ".join(
                 f"{a.name} -> program_id.{st.binds[a]}" for a in lay.grid)))
@@ -238,6 +241,7 @@ class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, ValueEmitte
         for n, a in enumerate(lay.loops):
             loop_vars[a] = self.fresh(a.name)
             leaf_val[a], level_of[a] = Val(c.LoopIndex(loop_vars[a]), (), "int32"), n
+        lane_guard: dict[IterVar, Val] = {}  # a padded tile's leaf -> `lane < f` (Layout.padded)
         for a in lay.tiles:
             dim = self.fresh(a.name)
             self.dim_order.append(dim)
@@ -249,6 +253,10 @@ class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, ValueEmitte
                 self.full_extent[dim], self.dim_extent[dim] = c.Num(lay.tile_extent[a]), c.Num(length)
                 arange = c.call("arange", 0, length)
                 arange = c.BinOp("+", c.Num(start), arange) if start else arange
+            if a in lay.padded:  # a tile of f lanes, no power of two: the next one, its lanes past f masked
+                self.dim_extent[dim] = c.Num(lay.padded[a])
+                arange = c.call("arange", 0, lay.padded[a])
+                lane_guard[a] = Val(c.BinOp("<", arange, self.factor(factor)), (dim,), "bool")
             leaf_val[a], level_of[a] = Val(arange, (dim,), "int32"), -1
         # every original axis from the leaves (tilec/plan/indexmap.py); a loop that runs once (isl, under the
         # size facts) is no loop: its index is 0 there
@@ -266,6 +274,7 @@ class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, ValueEmitte
                 continue
             value[axis] = self.index_value(r.value[axis], leaf_val)
             guards[axis] = [self.index_value(g, leaf_val) for g in r.guards[axis]]
+            guards[axis] += [lane_guard[a] for a in dict.fromkeys(walk(r.value[axis])) if a in lane_guard]
             split = lay.index.split_of(axis)
             if axis in r.block and split.inner in lay.tiles:
                 start = self.index_value(r.block[axis], leaf_val)

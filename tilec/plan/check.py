@@ -7,19 +7,16 @@ The check has two parts. `check_schedule` is the part that does not depend on a 
 and its legality (isl's dependence, rounding and bounds proofs), once per kernel and config.
 `at_sizes` is the part that does: the same schedule under the facts of a call's sizes (its loops that
 run once, the masks its tiles need), a new plan and masks from a checked analysis, and no proof again.
-After each primitive, `check_knob_choices` refuses a knob choice that makes a tile Triton cannot have
-while another choice of the same knob lowers: no later primitive makes that choice lowerable.
 """
 
 from __future__ import annotations
 
-from tilec.errors import LoweringError, TileExtentError
+from tilec.errors import LoweringError
 from tilec.ir.expr import IterVar, Load, walk
-from tilec.ir.knob import Flag, Knob
 from tilec.plan.analysis import Analysis
 from tilec.plan.placement import MisplacedError, Plan
 from tilec.poly.model import NotAffine, share_model
-from tilec.schedule.schedule import set_primitive_check, tile_extent_problem
+from tilec.schedule.schedule import set_primitive_check
 from tilec.schedule.state import PLACES
 from tilec.schedule.trace import AxisRef, StageRef, Step
 
@@ -125,44 +122,6 @@ def cache_tiles_known(plan: Plan, c) -> bool:
     return True
 
 
-def check_knob_choices(sched, *, primitive: str, analysis: Analysis | None = None, error=None) -> None:
-    """Raise LoweringError where a knob is the factor of a split whose inner axis the lowering makes a tile
-    and offers a choice that can never be that tile (`tile_extent_problem`: not a power of two, and no
-    sub-tiles there) while another of its choices can: `tc.build` with that choice would fail whatever
-    primitives follow. Run after every primitive (tilec/schedule/schedule.py) with the analysis its check
-    built (no plan of its own), or, where the schedule is not lowerable yet, the error that says why."""
-    if analysis is not None:
-        for p in analysis.plan.placed.values():
-            lay = p.layout
-            if lay.stage is not p.stage:
-                continue  # a default schedule (its factors are ints) or an online statistic
-            for a in lay.tiles:
-                split = lay.index.tile_split(a)
-                _tile_choices(primitive, p.stage, split, spatial=a.kind == "spatial", root=p.target is None)
-    elif isinstance(error, TileExtentError) and not error.combination:
-        _tile_choices(primitive, error.stage, error.split, spatial=error.split.inner.kind == "spatial",
-                      root=error.root)
-
-
-def _tile_choices(primitive: str, stage, split, *, spatial: bool, root: bool) -> None:
-    k = split.factor
-    if not isinstance(k, Knob) or isinstance(k, Flag):
-        return
-    why = {c: tile_extent_problem(c, spatial=spatial, root=root) for c in k.choices}
-    fine = [c for c, w in why.items() if w is None]
-    bad = [c for c, w in why.items() if w is not None]
-    if not (fine and bad):
-        return
-    c = bad[0]
-    lo = 1 << (c.bit_length() - 1)
-    place = "" if root else f" ({stage.name} is computed inside another stage's kernel)"
-    raise LoweringError(
-        f"{primitive}: tc.knob({k.knob_name!r}, {list(k.choices)}) offers {c}, but {stage.name}.{split.inner.name} is a "
-        f"tile of extent {k.knob_name} (from split({split.parent.name}, {k.knob_name})){place}, and Triton tiles "
-        f"(tl.arange) need a power of two, and {why[c]}. Its choice{'s' if len(fine) > 1 else ''} "
-        f"{', '.join(map(str, fine))} can be this tile: drop {c} from the knob's choices (or use {lo} or {lo * 2})")
-
-
 def _placed_at(stage, target, axis):
     """The schedule in which `stage` is computed at `target`'s loop `axis`: the fold of the trace with the
     stage's placement step (its last compute_at, compute_root or compute_inline; none where it was placed
@@ -181,5 +140,4 @@ def _placed_at(stage, target, axis):
 
 
 # every schedule primitive runs these checks (schedule/schedule.py)
-set_primitive_check(check_schedule, choices=check_knob_choices,
-                    places=lambda stage, target: legal_places(stage, target=target))
+set_primitive_check(check_schedule, places=lambda stage, target: legal_places(stage, target=target))

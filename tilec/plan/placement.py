@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from tilec.errors import LoweringError, TilecError, TileExtentError
+from tilec.errors import LoweringError, TilecError
 from tilec.ir.expr import Binary, Const, IterVar, Load, SizeVar, evaluate, size_text, substitute, walk
 from tilec.ir.knob import Knob, factor_value, resolve_config
 from tilec.ir.online import NotOnline, OnlineForm, online_form
 from tilec.plan.indexmap import IndexMap
 from tilec.poly.masks import single_iteration
 from tilec.schedule.defaults import default_stage
-from tilec.schedule.schedule import Schedule, Split, Stage, tile_extent_problem
+from tilec.schedule.schedule import Schedule, Split, Stage, subtile_problem
 
 # The warps a kernel gets when its schedule sets none: enough that its root stage's tile holds at most this
 # many values per thread. 4 warps up to a 128 x 128 tile, 8 for 128 x 256, 16 for 256 x 256: with 4 warps a
@@ -94,21 +94,22 @@ class Layout:
                     f"{stage.name}: axis {names} is fixed by where {stage.name} is computed (compute_at), so "
                     f"it takes that loop's tiling; remove the split/fuse of {names} from {stage.name}")
         self.leaves = [a for a in stage.leaves if not (origin[a] & fixed)]
-        ignored = [a.name for a in stage.binds if origin[a] & fixed]
-        if ignored:
-            raise LoweringError(f"{stage.name}: bind({', '.join(ignored)}) has no effect, because where "
-                                f"{stage.name} is computed (compute_at) fixes that axis; remove the bind")
+        # A bind on a stage computed inside another stage's kernel is ignored, and the source says so: only a
+        # kernel's root stage has a grid, and the kernel's programs already run this stage's iterations in
+        # parallel (as Halide's parallel on a Func computed at a loop only adds nested parallelism, the values
+        # the same). Its loop runs serially; an axis the place fixes (an absorbed leaf) has no loop at all.
+        self.ignored_binds = [a for a in stage.binds if not root or a not in origin or origin[a] & fixed]
         if not root and stage.warps is not None:
             raise LoweringError(f"{stage.name}.num_warps(...) has no effect: {stage.name} is computed inside another "
                                 f"stage's kernel, whose root stage sets the warps; call num_warps on the root")
         self.subtiled: tuple[IterVar, int] | None = None  # a tile lowered as power-of-two pieces (subtiles.py)
+        # a tile of extent f that is no power of two, where pieces do not serve: tl.arange over the next power
+        # of two, each axis made from it masked to `lane < f` (tilec/lower/builder.py)
+        self.padded: dict[IterVar, int] = {}
         self.kind: dict[IterVar, str] = {}
         self.tile_extent: dict[IterVar, int] = {}
         for a in self.leaves:
-            if a in stage.binds:
-                if not root:
-                    raise LoweringError(f"{stage.name}.{a.name} is bound to the grid, but {stage.name} is computed "
-                                        f"inside another stage's kernel; only a kernel's root stage has a grid")
+            if a in stage.binds and a not in self.ignored_binds:
                 self.kind[a] = "grid"
             elif a in stage.unrolled:
                 self.kind[a] = "unroll"
@@ -119,19 +120,11 @@ class Layout:
                 self.kind[a] = "tile"
                 f = self.index.factor(split)
                 if not _is_pow2(f):
-                    lo = 1 << (f.bit_length() - 1)
-                    why = tile_extent_problem(f, spatial=a.kind == "spatial", root=root)
-                    combination = why is None and self.subtiled is not None
-                    if combination:
-                        why = (f"{f}, a multiple of 16, is lowered as power-of-two sub-tiles only on one axis of a "
-                               f"stage, and {self.subtiled[0].name} has them")
-                    if why is not None:
-                        raise TileExtentError(
-                            f"{stage.name}.{a.name} is a tile of extent {f} (from split({split.parent.name}, "
-                            f"{split.factor})), but Triton tiles (tl.arange) need a power of two, and {why}: "
-                            f"use {lo} or {lo * 2}; masks cover a size the tile does not divide",
-                            stage=stage, split=split, extent=f, combination=combination, root=root)
-                    self.subtiled = (a, f)
+                    if subtile_problem(f, spatial=a.kind == "spatial", root=root) is None \
+                            and self.subtiled is None:
+                        self.subtiled = (a, f)  # power-of-two pieces (a multiple of 16 on the root's spatial axis)
+                    else:  # the next power of two, its lanes past f masked off (`padded`)
+                        self.padded[a] = 1 << (f - 1).bit_length()
                 self.tile_extent[a] = f
             else:
                 self.kind[a] = "serial"
@@ -308,6 +301,17 @@ def bound_axes(x: Stage, target: Stage) -> tuple[dict[IterVar, IterVar], dict[It
     return bound, {a: Halo(v, lo, hi) for a, (v, lo, hi) in m.items() if not lo == hi == 0}
 
 
+def origins(stage: Stage) -> dict:
+    """Every axis of the stage (original, made by a split or fuse) -> the original axes it is made from."""
+    origin = {a: frozenset({a}) for a in (*stage.tensor.axis, *stage.tensor.reduce_axis)}
+    for rel in stage.relations:
+        if isinstance(rel, Split):
+            origin[rel.outer] = origin[rel.inner] = origin[rel.parent]
+        else:
+            origin[rel.fused] = origin[rel.outer] | origin[rel.inner]
+    return origin
+
+
 class WithinPlace:
     """A placed stage seen without its own splits of the axes its place fixes (`absorbed`, in the order they
     were made). In Halide a producer's split inside its compute_at region orders the region's points; here
@@ -317,15 +321,13 @@ class WithinPlace:
 
     def __init__(self, stage: Stage, fixed: set):
         self._stage = stage
-        origin = {a: frozenset({a}) for a in (*stage.tensor.axis, *stage.tensor.reduce_axis)}
-        absorbed = []
-        for rel in stage.relations:
-            if isinstance(rel, Split):
-                origin[rel.outer] = origin[rel.inner] = origin[rel.parent]
-            else:
-                origin[rel.fused] = origin[rel.outer] | origin[rel.inner]
-            if (origin[rel.parent] if isinstance(rel, Split) else origin[rel.fused]) <= fixed:
-                absorbed.append(rel)
+        origin = origins(stage)
+        absorbed = [r for r in stage.relations
+                    if (origin[r.parent] if isinstance(r, Split) else origin[r.fused]) <= fixed]
+        gone = {a for r in absorbed for a in ((r.outer, r.inner) if isinstance(r, Split) else (r.fused,))}
+        if any(a in gone for r in stage.relations if r not in absorbed
+               for a in ((r.parent,) if isinstance(r, Split) else (r.outer, r.inner))):
+            absorbed = []  # a fixed axis's piece split or fused again with an own axis: Layout refuses it
         self.absorbed = tuple(absorbed)
         self.relations = [r for r in stage.relations if r not in absorbed]
         self.leaves = [a for a in stage.leaves if not origin[a] <= fixed]
@@ -538,6 +540,11 @@ class Plan:
 
     def _level(self, placed: Placed, who: Stage, axis: IterVar) -> int:
         lay = placed.layout
+        fixed = set(placed.bound) | set(placed.halo)
+        if fixed and origins(placed.stage).get(axis, frozenset({None})) <= fixed:
+            # an axis the target's own place gives its values (no loop of the target runs over it): every
+            # iteration of it is inside one run of the target's body, so the place is that body's top
+            return -1
         leaf = lay.resolve(axis)
         if leaf is not None and lay.kind.get(leaf) == "grid":
             return -1

@@ -29,17 +29,14 @@ from tilec.schedule.trace import AxisRef, KnobRef, StageRef, Step, TensorRef, Tr
 SCOPES = ("shared", "local")
 
 
-def tile_extent_problem(f: int, *, spatial: bool, root: bool) -> str | None:
-    """Why Triton cannot have a tile (a `tl.arange` dimension) of extent `f` on an axis that is `spatial`
-    (else a reduce axis) of a stage that is the `root` of its kernel (else computed inside another
-    stage's kernel), or None where it can: a power of two, or a multiple of 16 on a spatial axis of a
-    kernel's root stage (lowered as power-of-two sub-tiles, tilec/lower/subtiles.py). The one rule, read
-    by the lowering (tilec.plan.placement.Layout) and by the primitives' check of knob choices."""
-    if f > 0 and f & (f - 1) == 0:
-        return None
-    if f % 16:  # the reason completes "Triton tiles (tl.arange) need a power of two, and ..."
-        return (f"{f} is not a multiple of 16 either (a multiple of 16 on a spatial axis of a kernel's root stage "
-                f"is lowered as power-of-two sub-tiles)")
+def subtile_problem(f: int, *, spatial: bool, root: bool) -> str | None:
+    """Why a tile (a `tl.arange` dimension) of extent `f` on an axis that is `spatial` (else a reduce axis) of
+    a stage that is the `root` of its kernel (else computed inside another stage's kernel) is not lowered as
+    power-of-two sub-tiles (tilec/lower/subtiles.py), or None where it is: a multiple of 16 on a spatial axis
+    of a kernel's root stage. A power of two needs neither; any other extent is padded to the next power
+    of two, its lanes past `f` masked (tilec.plan.placement.Layout.padded)."""
+    if f % 16:
+        return f"{f} is not a multiple of 16"
     if not root or not spatial:
         return f"{f}, a multiple of 16, is lowered as power-of-two sub-tiles only on a spatial axis of a kernel's root stage"
     return None
@@ -49,27 +46,24 @@ def tile_extent_problem(f: int, *, spatial: bool, root: bool) -> str | None:
 # schedule, checked by isl); it hands itself here when tilec.plan.check is imported, which `import
 # tilec` (run before any tilec submodule) always does. Schedules record decisions; they do not import the analysis.
 _primitive_check = None
-_choices_check = None  # knob choices that make a tile Triton cannot have, where another choice lowers
 _legal_places = None  # the places of a misplaced stage that would be accepted, for an error message
 
 
-def set_primitive_check(check, *, choices=None, places=None) -> None:
+def set_primitive_check(check, *, places=None) -> None:
     """Install `check(sched, primitive=..., stage=...)`, run after every primitive (tilec.plan.check
-    does; it returns the analysis it checked); `choices(sched, primitive=..., analysis=..., error=...)`,
-    run after it with that analysis (or the LoweringError that made the schedule not lowerable yet), raises
-    LoweringError for a knob choice that can never be the tile it makes; `places(stage, target)` lists
-    the places in `target`'s loops where `stage` would be accepted."""
-    global _primitive_check, _choices_check, _legal_places
-    _primitive_check, _choices_check, _legal_places = check, choices, places
+    does; it returns the analysis it checked); `places(stage, target)` lists the places in `target`'s loops
+    where `stage` would be accepted."""
+    global _primitive_check, _legal_places
+    _primitive_check, _legal_places = check, places
 
 
 def checked(fn):
     """Make a primitive atomic and checked: after it runs, isl checks the whole schedule (knobs at
     their defaults); if the schedule became illegal the steps it recorded are dropped (the state folded
     again without them) and the error raised.
-    A schedule that cannot be lowered yet (e.g. a tile awaiting its next split) is checked at build,
-    but a knob choice that can never be the tile its split makes (a tile of 100 where another choice, 64,
-    can be that tile) is refused here, as is a place no later primitive makes lowerable (`compute_at`)."""
+    A schedule that cannot be lowered yet (e.g. a spatial loop inside a reduction loop, awaiting its
+    reorder) is checked at build, but a place no later primitive makes lowerable is refused here
+    (`compute_at`)."""
     @functools.wraps(fn)
     def run(self, *args, **kwargs):
         sched = self.sched
@@ -83,12 +77,9 @@ def checked(fn):
                 importlib.import_module("tilec.plan.check")  # a program that came in through this module loads it
             call = _call_text(fn.__name__, self, args)
             try:
-                analysis = _primitive_check(sched, primitive=call, stage=self if self.kind == "compute" else None)
-                not_yet = None
-            except LoweringError as e:  # not lowerable yet: tc.build checks it again with the real config
-                analysis, not_yet = None, e
-            if _choices_check is not None:  # a knob choice that can never be this tile: refused now
-                _choices_check(sched, primitive=call, analysis=analysis, error=not_yet)
+                _primitive_check(sched, primitive=call, stage=self if self.kind == "compute" else None)
+            except LoweringError:  # not lowerable yet: tc.build checks it again with the real config
+                pass
         except BaseException:
             sched._drop(mark)
             raise
