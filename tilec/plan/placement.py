@@ -263,6 +263,14 @@ def _shift_map(producer, consumer) -> tuple[dict | None, dict | None]:
     return found or None, plain
 
 
+def _access(t, shift: int = 0) -> str:
+    """An example access of tensor t for a message: `P[i, j]`, or with the first index shifted `P[i + 1, j]`."""
+    names = ["i", "j", "k", "l", "m", "n"][:len(t.axis)] or [""]
+    if shift:
+        names[0] = f"{names[0]} + {shift}"
+    return f"{t.name}[{', '.join(names)}]"
+
+
 def bound_axes(x: Stage, target: Stage) -> tuple[dict[IterVar, IterVar], dict[IterVar, Halo]]:
     """For `x` placed in `target`'s loop: which of x's axes follow which of target's axes (`bound`), and which
     follow one at shifted positions (`halo`: a producer read by a stencil).
@@ -286,14 +294,16 @@ def bound_axes(x: Stage, target: Stage) -> tuple[dict[IterVar, IterVar], dict[It
             raise LoweringError(
                 f"compute_at({x.name}, {target.name}): not supported: {c} reads {p} only at shifted or computed "
                 f"positions (a halo, as in a stencil) inside {p}'s own loops, where only the current position is "
-                f"computed; sharing loops needs a plain access like {p}[i, j]. Compute {x.name} at root instead, "
+                f"computed; sharing loops needs a plain access like {_access(sched.tensors[p])}. Compute {x.name} "
+                f"at root instead, "
                 f"or place {target.name} in {x.name}'s loops (a producer placed in a stencil's loops computes the "
                 f"halo)")
         if step is None:
             raise LoweringError(
                 f"compute_at({x.name}, {target.name}): not supported: {c} reads {p} at computed positions (an "
                 f"index that is not an axis plus a constant) or at different axes in different reads; sharing "
-                f"loops needs accesses like {p}[i, j] or {p}[i + 1, j]. Compute {x.name} at root instead")
+                f"loops needs accesses like {_access(sched.tensors[p])} or {_access(sched.tensors[p], 1)}. Compute "
+                f"{x.name} at root instead")
         m = {a: (step[v][0], lo + step[v][1], hi + step[v][2]) for a, (v, lo, hi) in m.items() if v in step}
     bound = {a: v for a, (v, lo, hi) in m.items() if lo == hi == 0}
     if rel != "producer":
