@@ -625,8 +625,8 @@ def test_reorder_moves_the_epilogue_loop_inside_the_reduction():
     ax = tile_gemm(s, C, bind_jo=False)  # jo a serial loop, Y placed at it
     s[Y].compute_at(s[C], ax["jo"])
     s[C].reorder(ax["ko"], ax["jo"])  # not lowerable: left to build
-    with pytest.raises(tc.LoweringError, match=r"C: spatial loop jo runs inside reduction loop ko; the accumulator "
-                                               r"would have to hold every jo iteration"):
+    with pytest.raises(tc.LoweringError, match=r"C: spatial loop jo runs inside reduction loop ko, and a reader of C is "
+                                               r"placed at it; the accumulator would have to hold every jo iteration"):
         tc.lower(s)
 
 

@@ -222,6 +222,9 @@ class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, ValueEmitte
             out.append(Comment(f"{x.name}: {step} absorbed: {axes} follow{'s' if isinstance(rel, Split) else ''} "
                                f"{placed.target.name}'s loops, which give "
                                f"{'it its' if isinstance(rel, Split) else 'them their'} values"))
+        for a, red in lay.hoisted:
+            out.append(Comment(f"{x.name}: spatial loop {a.name} runs outside reduction loop {red.name} (the accumulator "
+                               f"holds one tile; each element's updates keep their order)"))
         for a in lay.ignored_binds:
             out.append(Comment(f"{x.name}: bind({a.name}, 'program_id.{st.binds[a]}') ignored: {x.name} is computed in "
                                f"{self.root.name}'s kernel, whose programs are the grid"))
@@ -269,6 +272,7 @@ class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, ValueEmitte
         value: dict[IterVar, Val] = {}
         guards: dict[IterVar, list[Val]] = {}  # conditions inside an axis's value (`Rebuilt.guards`)
         block: dict[IterVar, c.Ex] = {}  # axis -> the start of its block, where it is outer * f + a tile's arange
+        run: dict[IterVar, tuple] = {}  # axis -> (start, f): its f consecutive values here (AxisVal.run)
         for axis in lay.index.originals:
             if axis in env:
                 continue
@@ -283,6 +287,8 @@ class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, ValueEmitte
                     if self.piece is not None and self.piece[0] is split.inner and self.piece[1]:
                         piece = c.Num(self.piece[1])  # this piece's place in the sub-tiled tile
                         block[axis] = piece if start.code == c.Num(0) else c.BinOp("+", start.code, piece)
+                    if self.piece is None and not r.guards[axis]:
+                        run[axis] = (start.code, lay.tile_extent[split.inner])
             leaves = [a for a in walk(r.value[axis]) if isinstance(a, IterVar) and a in level_of]
             level_of[axis] = max((level_of[a] for a in leaves), default=-1)  # the innermost loop it changes in
             defs[level_of[axis]].append(axis)
@@ -302,7 +308,7 @@ class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, ValueEmitte
                     stmts.append(Assign(mask, self.combine(c.all_of, conds, "bool", order=v.dims).code))
                 canon = self._canon(v.code, v.dims, axis, self.p.masks[x.name][axis], guards[axis])
                 env[axis] = AxisVal(c.Name(name), v.dims, level_of[axis], c.Name(mask) if mask else None,
-                                    block.get(axis) if not guards[axis] else None, canon)
+                                    block.get(axis) if not guards[axis] else None, canon, run.get(axis))
 
         define(defs[-1], out)
         self._attached(placed, -1, "producer", out)
@@ -317,8 +323,8 @@ class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, ValueEmitte
         tv = self.env[placed.target.name][h.target]
         if not tv.dims:
             span, start = 1, tv.code
-        elif len(tv.dims) == 1 and tv.block is not None and self.piece is None:
-            span, start = self.extent_value(tv.dims[0]), tv.block
+        elif len(tv.dims) == 1 and tv.run is not None:
+            start, span = tv.run
         else:
             raise LoweringError(
                 f"{placed.name} is computed at {placed.target.name}'s loops and read at shifted positions of "

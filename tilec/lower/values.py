@@ -55,6 +55,8 @@ class AxisVal:
     """An original axis inside a kernel: its offsets variable, dims, the loop depth defining it, mask.
     `block`: where the axis is one tile dim's block (start + arange(0, n), masked only at the tensor's
     edge), that start: a descriptor load can read it (`desc.load([start, ...])`).
+    `run`: (start, n) where the axis takes the n consecutive values from start (one tile's block, padded or
+    not): a producer read at shifts of it computes the window around them (`KernelBuilder.window`).
     `canon`: what the offsets and mask are, without their names (a tuple of expressions and sizes): two axes
     with one canon (of two stages) index the same elements, so a tile loaded for one serves the other
     (`shared_load`)."""
@@ -65,6 +67,7 @@ class AxisVal:
     mask: c.Ex | None
     block: c.Ex | None = None
     canon: tuple | None = None
+    run: tuple | None = None  # (start, n): the axis's values here are start .. start + n - 1 (a halo's window)
 
 
 def _is_name(code: c.Ex) -> bool:

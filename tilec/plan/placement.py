@@ -153,15 +153,24 @@ class Layout:
         self.loops = [a for a in self.leaves if self.kind[a] in ("serial", "unroll")]
         self.singles = [a for a in self.leaves if self.kind[a] == "single"]
         self.tiles = [a for a in self.leaves if self.kind[a] == "tile"]
-        seen_reduce = None
-        for a in self.loops:
-            if a.kind == "reduce":
-                seen_reduce = a if seen_reduce is None else seen_reduce
-            elif seen_reduce is not None:
+        # A spatial loop inside a reduction loop runs outside it: one accumulator tile holds the iterations of
+        # the loops around the reduction, and each element's updates keep their order over the reduction
+        # axes, so the values are the same (Halide's update loops may run in any order; here registers hold
+        # the accumulator). The source says so (`hoisted`); isl checks the order as it is lowered.
+        first = next((n for n, a in enumerate(self.loops) if a.kind == "reduce"), len(self.loops))
+        self.hoisted = [(a, self.loops[first]) for a in self.loops[first:] if a.kind != "reduce"]
+        user = getattr(stage, "_stage", stage)  # (WithinPlace: the stage itself)
+        for a, red in self.hoisted:
+            # a reader placed at such a loop asked to run inside the reduction, on partial sums: as written
+            if any(isinstance(st.attach, tuple) and st.attach[0] is user and st.attach[1] is a
+                   and stage.sched.related(st, user) != "producer" for st in stage.sched.stages.values()):
                 raise LoweringError(
-                    f"{stage.name}: spatial loop {a.name} runs inside reduction loop {seen_reduce.name}; the "
-                    f"accumulator would have to hold every {a.name} iteration. Reorder so that spatial loops "
-                    f"come before reduction loops")
+                    f"{stage.name}: spatial loop {a.name} runs inside reduction loop {red.name}, and a reader of "
+                    f"{stage.name} is placed at it; the accumulator would have to hold every {a.name} iteration. "
+                    f"Reorder so that spatial loops come before reduction loops")
+        if self.hoisted:
+            self.loops = ([a for a in self.loops if a.kind != "reduce"]
+                          + [a for a in self.loops if a.kind == "reduce"])
         self.first_reduce = next((n for n, a in enumerate(self.loops) if a.kind == "reduce"), len(self.loops))
         self.warps = num_warps(stage, self, config) if root else None
 
