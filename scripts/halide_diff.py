@@ -36,9 +36,13 @@ def main(argv=None) -> int:
     ap.add_argument("--time-budget", type=float, default=None, help="stop starting cases after this many seconds")
     ap.add_argument("--json", type=Path, default=None, help="write the figures and every outcome here")
     ap.add_argument("--case", type=int, default=None, help="run case SEED here and print it")
+    ap.add_argument("--slow-work", type=int, default=None,
+                    help="run cases up to this many estimated interpreted operations (default 60000; past it: slow)")
     ap.add_argument("--quiet", action="store_true", help="do not log each failure as it happens")
     a = ap.parse_args(argv)
     os.chdir(ROOT)
+    if a.slow_work is not None:  # read by classify when imported, here and in the worker processes
+        os.environ["TILEC_HALIDE_SLOW_WORK"] = str(a.slow_work)
     from tests.halide_diff import classify, gen
 
     if a.case is not None:

@@ -30,7 +30,9 @@ import traceback
 from multiprocessing.connection import wait
 from pathlib import Path
 
-SLOW_WORK = 60_000  # interpreted operations (about 150 us each): past this a case is `slow`, not run
+# interpreted operations (about 150 us each): past this a case is `slow`, not run (`--slow-work`, which sets
+# TILEC_HALIDE_SLOW_WORK for the worker processes, runs more of them)
+SLOW_WORK = int(os.environ.get("TILEC_HALIDE_SLOW_WORK", "60000"))
 ROOT = Path(__file__).resolve().parents[2]
 
 

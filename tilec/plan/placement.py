@@ -171,6 +171,10 @@ class Layout:
         if self.hoisted:
             self.loops = ([a for a in self.loops if a.kind != "reduce"]
                           + [a for a in self.loops if a.kind == "reduce"])
+            moved = [a for a, _ in self.hoisted]  # the stage's order too (inner_loop, level_of_leaf read it)
+            rest = [a for a in self.leaves if a not in moved]
+            at = rest.index(self.hoisted[0][1])
+            self.leaves = rest[:at] + moved + rest[at:]
         self.first_reduce = next((n for n, a in enumerate(self.loops) if a.kind == "reduce"), len(self.loops))
         self.warps = num_warps(stage, self, config) if root else None
 
