@@ -28,7 +28,7 @@ SCALE = D ** -0.5
 CAUSAL = True
 
 
-def make(causal=CAUSAL, d=D, dtype="bfloat16", skip_masked=True, split=False):
+def make(causal=CAUSAL, d=D, dtype="bfloat16", skip_masked=True, split=False, lse=False):
     Z, H, M, N = tc.size_vars("Z H M N")
     Q = tc.placeholder((Z, H, M, d), dtype, name="Q")
     K = tc.placeholder((Z, H, N, d), dtype, name="K")
@@ -53,7 +53,11 @@ def make(causal=CAUSAL, d=D, dtype="bfloat16", skip_masked=True, split=False):
     O = tc.compute((Z, H, M, d), lambda z, h, i, e: tc.sum(P[z, h, i, j] * V[z, h, j, e], axis=j,  # noqa: E741
                                                            acc_dtype="float32"), name="O", dtype=dtype)
 
-    s = tc.create_schedule(O)
+    # lse: the log-sum-exp of each row too (FlashAttention's second output, for the backward pass), in the
+    # same kernel: it reads m and l, which O's loop computes; placed at O's query tile, it runs after the loop
+    LSE = tc.compute((Z, H, M), lambda z, h, i: m[z, h, i] + tc.log(l[z, h, i]), name="LSE") if lse else None
+
+    s = tc.create_schedule([O, LSE] if lse else O)
     z, h, i, e = O.axis
     io, ii = s[O].split(i, tc.knob("BM", [16, 32, 64, 128]))
     eo, ei = s[O].split(e, d)                            # the whole head dim: one tile
@@ -72,6 +76,9 @@ def make(causal=CAUSAL, d=D, dtype="bfloat16", skip_masked=True, split=False):
     s[O].num_warps(tc.knob("warps", [4, 8]))
     if split:  # decoding: the key loop in parts, each part's statistics merged in order by a combine kernel
         s[O].split_k(jo, tc.knob("SPLIT", [4, 8, 16, 32, 64]))
+    if lse:
+        s[LSE].compute_at(s[O], io)  # no read between O and LSE: their loops follow m's axes, which both read
+        return s, [Q, K, V, O, LSE]
     return s, [Q, K, V, O]
 
 

@@ -838,7 +838,8 @@ def test_compute_at_unrelated_stage():
     s = tc.create_schedule(V)
     with pytest.raises(tc.ArgumentError,
                        match=r"compute_at: Z neither reads nor is read by C \(directly or through other "
-                             r"stages\); a stage can only be computed inside a producer or consumer"):
+                             r"stages\), and the two read no tensor in common; a stage can only be computed inside "
+                             r"a producer or consumer of it, or a stage that shares a source with it"):
         s[Z].compute_at(s[C], C.axis[0])
 
 

@@ -16,7 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import computes  # noqa: E402
 
 NAMES = ["matmul", "matmul_silu", "swiglu", "splitk_gemm", "rmsnorm", "softmax", "transpose_bias", "batched_matmul",
-         "silu_mul_fp8", "rowscale_fp8", "attention", "blur", "separable5", "stencil_after_reduction"]
+         "silu_mul_fp8", "rowscale_fp8", "attention", "blur", "separable5", "stencil_after_reduction",
+         "attention_lse", "cross_entropy"]
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -14,8 +14,9 @@ example; `help(tc.Stage)` lists the primitives):
   build      lower (the loop nests and Triton source), build -> Kernel (call it on torch tensors),
              analyze (isl's resource estimates)
   tune       tune -> Tuned, over a ShapeMix; forget (drop a stored study, e.g. after fixing a reference)
-  errors     TilecError: ArgumentError, IllegalScheduleError, LoweringError (TileExtentError: a tile
-             Triton cannot make); TuningInterrupted (a KeyboardInterrupt) when tc.tune is stopped
+  errors     TilecError: ArgumentError, IllegalScheduleError, LoweringError (TileExtentError: no longer
+             raised, tiles of any extent are padded; kept for code that catches it); TuningInterrupted
+             (a KeyboardInterrupt) when tc.tune is stopped
 
 Names are imported where they are first used: `import tilec` itself imports neither torch, Triton nor
 optuna (so `tilec --help` answers at once), and `tc.compute` brings in what it needs. `tc.tune` and

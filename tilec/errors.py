@@ -2,8 +2,9 @@
 
 - `IllegalScheduleError`: a schedule that would compute the wrong answer (a dependence, rounding,
   bounds or parallelism violation). Carries `.primitive`, `.stage`, `.reason`, `.counterexample`.
-- `LoweringError`: a legal schedule that Triton cannot express, with the fix in the message;
-  `TileExtentError`, a `LoweringError`, is a tile of an extent Triton cannot have (not a power of two).
+- `LoweringError`: a legal schedule that Triton cannot express, with the fix in the message.
+  `TileExtentError`, a `LoweringError`, is no longer raised (a tile of any extent lowers: one that is no
+  power of two is padded); it stays exported for code that catches it.
 - `ArgumentError`: a bad argument, to a primitive or at call time (also a `ValueError` and a
   `TypeError`, so code that catches those keeps working).
 
@@ -60,25 +61,27 @@ class IllegalScheduleError(TilecError):
 
 
 class LoweringError(TilecError):
-    """A legal schedule that cannot be expressed in Triton (a tile that is not a power of two, a place that
-    is not a loop); the message says what would be.
+    """A legal schedule that cannot be expressed in Triton (a pipelined tile axis, a swizzle whose axis is
+    not bound to the grid); the message says what would be.
 
     Raised by a primitive where no later primitive could make the schedule lowerable, otherwise by
     `tc.lower` and `tc.build`.
 
     Example:
+        >>> io, ii = s[C].split(i, 64)
         >>> try:
-        ...     s[C].split(i, tc.knob("BM", [64, 100]))
+        ...     s[C].pipeline(ii, 2)
         ... except tc.LoweringError as e:
         ...     print(str(e)[:60])
-        C.split(C.i, BM): tc.knob('BM', [64, 100]) offers 100, but C
+        pipeline(C.ii): ii is a tile axis (the inner axis of split(i
     """
 
 
 class TileExtentError(LoweringError):
-    """A tile (a `split`'s inner axis, a `tl.arange` dimension) of an extent Triton cannot have: not a power of
-    two, nor a multiple of 16 where that is lowered as power-of-two sub-tiles. The message names the powers
-    of two around it.
+    """A tile (a `split`'s inner axis, a `tl.arange` dimension) of an extent Triton cannot have. No longer
+    raised by the lowering: a tile that is no power of two, where power-of-two sub-tiles do not serve, is
+    padded to the next power of two, its lanes past the extent masked. The class stays exported (a
+    `LoweringError`) for code that catches it.
 
     Args:
         message: what is wrong and the extents that would lower.
@@ -90,12 +93,11 @@ class TileExtentError(LoweringError):
         root: whether `stage` is the root of its kernel.
 
     Example:
-        >>> io, ii = s[C].split(i, 100)
-        >>> try:
-        ...     tc.lower(s)
-        ... except tc.LoweringError as e:
-        ...     print(type(e).__name__, e.extent)
-        TileExtentError 100
+        >>> issubclass(tc.TileExtentError, tc.LoweringError)
+        True
+        >>> io, ii = s[C].split(i, 100)  # a tile of 100 lowers, padded to 128
+        >>> "tl.arange(0, 128)" in tc.lower(s).source()
+        True
     """
 
     def __init__(self, message: str, *, stage: object, split: object, extent: int, combination: bool, root: bool):

@@ -297,6 +297,8 @@ def bound_axes(x: Stage, target: Stage) -> tuple[dict[IterVar, IterVar], dict[It
     """
     sched = x.sched
     rel = sched.related(x, target)
+    if rel is None:  # siblings: outputs that share loops through a tensor both read
+        return _sibling_axes(x, target), {}
     producer, consumer = (x, target) if rel == "producer" else (target, x)
     path = nx.shortest_path(sched.graph, producer.tensor.name, consumer.tensor.name)
     m = {a: (a, 0, 0) for a in producer.tensor.axis}
@@ -357,6 +359,33 @@ class WithinPlace:
 
     def __getattr__(self, name):
         return getattr(self._stage, name)
+
+
+def _plain_chain(sched, src: str, dst: str, x: Stage, target: Stage) -> dict:
+    """src's axes -> dst's axes along the reads from src to dst, each a plain access `src[i, j]`."""
+    path = nx.shortest_path(sched.graph, src, dst)
+    m = {a: a for a in sched.tensors[src].axis}
+    for p, c in zip(path, path[1:]):
+        _, plain = _shift_map(sched.tensors[p], sched.tensors[c])
+        if plain is None:
+            raise LoweringError(
+                f"compute_at({x.name}, {target.name}): the two share loops through {src}, which both read, but {c} "
+                f"reads {p} only at shifted or computed positions; sharing loops needs plain accesses like "
+                f"{_access(sched.tensors[p])} on the way. Compute {x.name} at root instead")
+        m = {a: plain[v][0] for a, v in m.items() if v in plain}
+    return m
+
+
+def _sibling_axes(x: Stage, target: Stage) -> dict[IterVar, IterVar]:
+    """For `x` placed in the loops of `target`, which neither reads nor is read by it (O beside its
+    log-sum-exp, a loss beside its gradient): x's axes that follow target's, through the tensor both read
+    (`Schedule.common_source`): an axis of it read plainly by both names one axis of each. x runs where a
+    consumer would (after the rest of the loop), its other axes its own."""
+    sched = x.sched
+    src = sched.common_source(x, target)
+    to_x = _plain_chain(sched, src, x.tensor.name, x, target)
+    to_t = _plain_chain(sched, src, target.tensor.name, x, target)
+    return {to_x[a]: to_t[a] for a in to_x if a in to_t and to_x[a] in x.tensor.axis}
 
 
 def layout_of(stage: Stage, fixed: set, root: bool, config: dict, facts=()) -> Layout:
@@ -431,10 +460,11 @@ class Plan:
                 self.stored.add(p)
         order = nx.DiGraph()
         order.add_nodes_from(dict.fromkeys(self.kernel_of.values()))
-        for p, c in sched.graph.edges:
-            kp, kc = self.kernel_of.get(p), self.kernel_of.get(c)
-            if kp and kc and kp != kc:
-                order.add_edge(kp, kc)
+        for p, c in sched.graph.edges:  # a reader through inlined stages runs where they are evaluated
+            kp = self.kernel_of.get(p)
+            for kc in self._reader_kernels(c) if kp else ():
+                if kc != kp:
+                    order.add_edge(kp, kc)
         try:
             roots = list(nx.lexicographical_topological_sort(order, key=list(sched.stages).index))
         except nx.NetworkXUnfeasible as e:

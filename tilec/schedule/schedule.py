@@ -490,10 +490,11 @@ class Stage:
         axis = self._place(stage, axis, "compute_at", "s[C]", "cannot be computed at its own loop")
         if self.kind == "compute" and self.sched.graph is not None:
             rel = self.sched.related(self, stage)
-            if rel is None:
+            if rel is None and self.sched.common_source(self, stage) is None:
                 raise ArgumentError(f"compute_at: {self.name} neither reads nor is read by {stage.name} (directly "
-                                    f"or through other stages); a stage can only be computed inside a producer "
-                                    f"or consumer of it")
+                                    f"or through other stages), and the two read no tensor in common; a stage can "
+                                    f"only be computed inside a producer or consumer of it, or a stage that shares "
+                                    f"a source with it (its loops follow that source's axes)")
         if self.kind == "cache_read" and stage.tensor not in [r.tensor for r in self.readers]:
             def within(r):  # r is computed in stage's loops (directly or through other stages)
                 t = r
@@ -1152,6 +1153,22 @@ class Schedule:
         if nx.has_path(self.graph, b.tensor.name, a.tensor.name):
             return "consumer"
         return None
+
+    def common_source(self, a: Stage, b: Stage) -> str | None:
+        """The tensor two stages that do not read each other both read (directly or through other stages),
+        whose axes say which of their axes correspond: the nearest one (fewest reads between it and the two),
+        computed tensors before inputs, then the earliest in the schedule; None if they read nothing in
+        common."""
+        if a is b or self.graph is None:
+            return None
+        ta, tb = a.tensor.name, b.tensor.name
+        common = nx.ancestors(self.graph, ta) & nx.ancestors(self.graph, tb)
+        if not common:
+            return None
+        order = list(self.graph.nodes)
+        return min(common, key=lambda n: (nx.shortest_path_length(self.graph, n, ta)
+                                          + nx.shortest_path_length(self.graph, n, tb),
+                                          self.tensors[n].is_placeholder, order.index(n)))
 
     def cache_read(self, tensor: Tensor, scope: str, readers: Sequence[Stage | Tensor] | Stage | Tensor,
                    tma: bool | Flag = False) -> Stage:

@@ -1,0 +1,70 @@
+"""The stencils of issue 25 on the GPU: Halide's 3x3 blur (blur_x computed at blur_y's tile: halo
+recompute), the separable 5-tap filter and the 3x3 box after a channel sum, beside eager PyTorch and
+torch.compile, in one run (a benchmark, not a test).
+
+    python benchmarks/stencils.py [--json out.json] [--quick] [--no-compile]
+    python benchmarks/stencils.py --smoke --no-compile      # CPU, Triton's interpreter: runs, not speed
+
+Each tilec config is checked against the example's reference (relative error) and timed; the fastest that
+passed is the row's. Effective TB/s counts the fewest bytes (the input read once, the output written
+once): the floor a fused kernel can reach; the halo's recomputed rows and the window's round trip
+through L2 are the price of fusing. Ratios are anchor time / tilec time (above 1: tilec faster).
+Halide's own CUDA output is not timed here: the GPU host has no halide package (it could be carried as
+a wheel, gpu.md), left to a later run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+from pathlib import Path
+
+import reductions as R  # noqa: E402  (sets TRITON_INTERPRET before triton is imported)
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent / "examples")]
+import blur  # noqa: E402
+import separable5  # noqa: E402
+import stencil_after_reduction as sar  # noqa: E402
+
+# what a PyTorch user writes for each (its reference: slices and adds), the eager and torch.compile anchors
+for _mod in (blur, separable5, sar):
+    R.B.EAGER[_mod] = _mod.reference
+
+
+def configs(mod, quick):
+    s, _ = mod.make()
+    names = sorted(s.knobs)
+    grid = [dict(zip(names, vals)) for vals in itertools.product(*(s.knobs[n].choices for n in names))]
+    return grid[:2] if quick else grid
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--no-compile", action="store_true")
+    ap.add_argument("--smoke", action="store_true")
+    a = ap.parse_args()
+    copy = R.copy_row()
+    big = [dict(H=4096, W=4096), dict(H=1080, W=1920)] if not R.SMOKE else [dict(H=19, W=23)]
+    rows = []
+    opts = argparse.Namespace(no_compile=a.no_compile, compile_mode=None)
+    for mod, name in ((blur, "blur 3x3"), (separable5, "separable 5-tap")):
+        for sizes in big[:1] if a.quick else big:
+            nbytes = 4 * (sizes["H"] * sizes["W"] * 2)
+            rows.append(R.memory_row(f"{name} {sizes['H']}x{sizes['W']}", mod, mod.make, mod.inputs, sizes,
+                                     configs(mod, a.quick), nbytes, opts, copy["tb_s"]))
+    sizes = dict(C=8, H=2048, W=2048) if not R.SMOKE else dict(C=2, H=11, W=13)
+    nbytes = 4 * sizes["H"] * sizes["W"] * (sizes["C"] + 1)
+    rows.append(R.memory_row(f"channel energy + 3x3 box {sizes['C']}x{sizes['H']}x{sizes['W']}", sar, sar.make,
+                             sar.inputs, sizes, configs(sar, a.quick), nbytes, opts, copy["tb_s"]))
+    R.print_table([copy] + rows)
+    if a.json:
+        a.json.write_text(json.dumps([copy] + rows, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
