@@ -981,11 +981,21 @@ MISPLACED = {  # the schedule, how the stage is placed at (target, axis), the ax
     "Y at C.ko (a reduction)": (_gemm, lambda s, t, a: _y(s).compute_at(t, a), "ko"),
     "Y at the tile C.ji": (_gemm, lambda s, t, a: _y(s).compute_at(t, a), "ji"),
     "Y at the tile C.ki": (_gemm, lambda s, t, a: _y(s).compute_at(t, a), "ki"),
-    "A_shared at the tile C.ki": (_gemm, _cache("read", "A"), "ki"),
-    "W_shared at the tile C.ji": (_gemm, _cache("read", "W"), "ji"),
     "C_local at C.ko": (_gemm, _cache("write", None), "ko"),
     "C_local at the tile C.ii": (_gemm, _cache("write", None), "ii"),
 }
+
+
+@pytest.mark.parametrize("tensor,tile,loop", [("A", "ki", "ko"), ("W", "ji", "ko")])
+def test_a_cache_read_at_a_tile_axis_is_at_the_loop_around_it(tensor, tile, loop):
+    """Issue 25: a tile axis is a place (the loop around it); a cache there is the cache at that loop."""
+    sources = []
+    for where in (tile, loop):
+        s, args, ax = _gemm()
+        _cache("read", tensor)(s, s[s.tensors["C"]], ax[where])
+        sources.append(tc.lower(s).source().split("@triton.jit")[1])
+        tc.build(s, args)
+    assert sources[0] == sources[1].replace(f"compute_at(C, {loop})", f"compute_at(C, {tile})")
 
 
 @pytest.mark.parametrize("case", list(MISPLACED))
