@@ -712,7 +712,7 @@ def test_non_power_of_two_tile_is_padded(factor, padded):
     src = tc.lower(s).source()
     assert f"tl.arange(0, {padded})" in src and f"(tl.arange(0, {padded}) < {factor})" in src
     kernel = tc.build(s, [A, W, Y])
-    for m, n, k in [(37, 29, 50), (1, 1, 1), (factor, 5, 3)]:
+    for m, n, k in [(factor + 3, 5, 6), (1, 1, 1)]:  # a last tile of 3 rows past the padded lanes; size 1
         a, w = torch.randn(m, k), torch.randn(k, n)
         torch.testing.assert_close(kernel(a, w), torch.nn.functional.silu(a @ w), rtol=1e-4, atol=1e-4)
 

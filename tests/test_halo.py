@@ -10,7 +10,7 @@ import torch
 
 import tilec as tc
 
-SIZES = [(37, 45), (3, 3), (34, 34), (5, 70), (70, 5)]
+SIZES = [(37, 45), (3, 3), (34, 34), (5, 70), (19, 5)]
 
 
 def _blur():
@@ -171,3 +171,33 @@ def test_stencil_after_a_reduction_placed_in_its_loops():
         h, w = e.shape
         want = e[:h - 2, :w - 2] + e[2:, 1:w - 1] * 2.0 + e[1:h - 1, 2:]
         torch.testing.assert_close(kernel(x), want, rtol=1e-5, atol=1e-5)
+
+
+def test_producer_read_at_computed_positions_is_refused_with_an_access_of_its_rank():
+    N = tc.size_vars("N")
+    X = tc.placeholder((2 * N,), "float32", name="X")
+    P = tc.compute((2 * N,), lambda i: X[i] * 2.0, name="P")
+    Y = tc.compute((N,), lambda i: P[i * 2] + 1.0, name="Y")
+    s = tc.create_schedule(Y)
+    io, ii = s[Y].split(Y.axis[0], 16)
+    s[Y].bind(io, "program_id.0")
+    s[P].compute_at(s[Y], io)  # not lowerable: left to build
+    with pytest.raises(tc.LoweringError, match=r"compute_at\(P, Y\): not supported: Y reads P at computed positions "
+                                               r"\(an index that is not an axis plus a constant\).*like P\[i\] or "
+                                               r"P\[i \+ 1\]\. Compute P at root instead"):
+        tc.lower(s)
+
+
+def test_halo_over_a_consumer_axis_that_is_not_one_block_is_refused():
+    """by's rows and columns fused, then tiled: in one program by.y takes the values of a run of the fused
+    axis, no block of its own, so there is no window of bx's rows to compute."""
+    X, bx, by = _blur()
+    s = tc.create_schedule(by)
+    f = s[by].fuse(*by.axis)
+    fo, fi = s[by].split(f, 64)
+    s[by].bind(fo, "program_id.0")
+    s[bx].compute_at(s[by], fo)
+    with pytest.raises(tc.LoweringError, match=r"bx is computed at by's loops and read at shifted positions of by.y "
+                                               r"\(a halo\), whose values in one iteration there are not one block of "
+                                               r"a tile"):
+        tc.lower(s)

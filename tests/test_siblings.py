@@ -90,3 +90,19 @@ def test_stages_that_read_nothing_in_common_stay_apart():
     with pytest.raises(tc.ArgumentError, match=r"compute_at: Q neither reads nor is read by P .*and the two read "
                                                r"no tensor in common"):
         s[Q].compute_at(s[P], P.axis[0])
+
+
+def test_siblings_that_read_their_source_at_shifted_positions_are_refused():
+    M = tc.size_vars("M")
+    X = tc.placeholder((M,), "float32", name="X")
+    S = tc.compute((M,), lambda i: X[i] * 2.0, name="S")
+    A = tc.compute((M,), lambda i: S[i] * 3.0, name="A")
+    B = tc.compute((M - 1,), lambda i: S[i + 1] + 1.0, name="B")
+    s = tc.create_schedule([A, B])
+    io, ii = s[A].split(A.axis[0], 16)
+    s[A].bind(io, "program_id.0")
+    s[B].compute_at(s[A], io)  # not lowerable: left to build
+    with pytest.raises(tc.LoweringError, match=r"compute_at\(B, A\): the two share loops through S, which both read, "
+                                               r"but B reads S only at shifted or computed positions; sharing loops "
+                                               r"needs plain accesses like S\[i\]"):
+        tc.lower(s)
