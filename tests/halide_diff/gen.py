@@ -163,6 +163,15 @@ def stencil(name, src: Tensor, axis: int, taps: int) -> Tensor:
     return Tensor(name, tuple(shape), op={"kind": "stencil", "src": src.name, "axis": axis, "taps": taps})
 
 
+def taps(axis: int, count: int) -> list[tuple[int, int]]:
+    """A stencil's read offsets (rows, cols): `count` taps along axis 0 or 1, or count x count for axis 2."""
+    if axis == 2:
+        return [(a, b) for a in range(count) for b in range(count)]
+    if axis == 0:
+        return [(a, 0) for a in range(count)]
+    return [(0, b) for b in range(count)]
+
+
 def generate_pipeline(rng: random.Random, size_lo=5, size_hi=24) -> Pipeline:
     def size():
         return 1 if rng.random() < 0.06 else rng.randint(size_lo, size_hi)

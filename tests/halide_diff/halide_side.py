@@ -64,7 +64,7 @@ class HalideRun:
         elif k == "stencil":
             w = gen.WEIGHTS[op["taps"]]
             e = None
-            for a, b in _taps(op["axis"], op["taps"], len(ax)):
+            for a, b in gen.taps(op["axis"], op["taps"]):
                 idx = [ax[0] + a] + ([ax[1] + b] if len(ax) == 2 else [])
                 wt = w[a] * w[b] if op["axis"] == 2 else w[a + b]
                 term = self.read(op["src"], idx) * wt
@@ -168,12 +168,6 @@ class HalideRun:
         return np.array(buf, dtype=np.float32)
 
 
-def _taps(axis: int, taps: int, ndim: int):
-    if axis == 2:
-        return [(a, b) for a in range(taps) for b in range(taps)]
-    if axis == 0:
-        return [(a, 0) for a in range(taps)]
-    return [(0, b) for b in range(taps)]
 
 
 def run(pipe: gen.Pipeline, steps: list, inputs: dict[str, np.ndarray]) -> tuple[np.ndarray, list[str]]:

@@ -56,12 +56,12 @@ def evaluate(pipe: gen.Pipeline, inputs: dict[str, np.ndarray]):
         elif k == "stencil":
             w = gen.WEIGHTS[op["taps"]]
             v = mm = 0
-            for a, b in _taps(op["axis"], op["taps"]):
+            for a, b in gen.taps(op["axis"], op["taps"]):
                 wt = w[a] * w[b] if op["axis"] == 2 else w[a + b]
                 sl = _shift(x, a, b, t.shape)
                 v = v + sl * wt
                 mm = mm + _shift(m, a, b, t.shape) * abs(wt)
-            rel += (len(_taps(op["axis"], op["taps"])) + 2) * 2.0 ** -24
+            rel += (len(gen.taps(op["axis"], op["taps"])) + 2) * 2.0 ** -24
         elif k == "transpose":
             v, mm = x.T, m.T
         elif k == "round":
@@ -104,12 +104,6 @@ def _shift(x: torch.Tensor, a: int, b: int, shape) -> torch.Tensor:
     return x[a: a + shape[0], b: b + shape[1]]
 
 
-def _taps(axis: int, taps: int):
-    if axis == 2:
-        return [(a, b) for a in range(taps) for b in range(taps)]
-    if axis == 0:
-        return [(a, 0) for a in range(taps)]
-    return [(0, b) for b in range(taps)]
 
 
 def compare(got: np.ndarray, ref: np.ndarray, mag: np.ndarray, rel: float, abs_: float, slack: float = 1.0):

@@ -73,7 +73,7 @@ class TilecRun:
 
             def body(*ax):
                 e = None
-                for a, b in _taps(op["axis"], op["taps"]):
+                for a, b in gen.taps(op["axis"], op["taps"]):
                     idx = [ax[0] + a] + ([ax[1] + b] if len(ax) == 2 else [])
                     wt = w[a] * w[b] if op["axis"] == 2 else w[a + b]
                     term = self.read(op["src"], idx) * wt
@@ -173,12 +173,6 @@ class TilecRun:
         return out
 
 
-def _taps(axis: int, taps: int):
-    if axis == 2:
-        return [(a, b) for a in range(taps) for b in range(taps)]
-    if axis == 0:
-        return [(a, 0) for a in range(taps)]
-    return [(0, b) for b in range(taps)]
 
 
 def run_kernel(kernel, pipe: gen.Pipeline, inputs: dict[str, np.ndarray]) -> np.ndarray:

@@ -326,17 +326,6 @@ def bound_axes(x: Stage, target: Stage) -> tuple[dict[IterVar, IterVar], dict[It
     return bound, {a: Halo(v, lo, hi) for a, (v, lo, hi) in m.items() if not lo == hi == 0}
 
 
-def origins(stage: Stage) -> dict:
-    """Every axis of the stage (original, made by a split or fuse) -> the original axes it is made from."""
-    origin = {a: frozenset({a}) for a in (*stage.tensor.axis, *stage.tensor.reduce_axis)}
-    for rel in stage.relations:
-        if isinstance(rel, Split):
-            origin[rel.outer] = origin[rel.inner] = origin[rel.parent]
-        else:
-            origin[rel.fused] = origin[rel.outer] | origin[rel.inner]
-    return origin
-
-
 class WithinPlace:
     """A placed stage seen without its own splits of the axes its place fixes (`absorbed`, in the order they
     were made). In Halide a producer's split inside its compute_at region orders the region's points; here
@@ -344,9 +333,9 @@ class WithinPlace:
     split has nothing left to order: its loops are absorbed into the place, and the nest says so. Every
     other attribute is the stage's own."""
 
-    def __init__(self, stage: Stage, fixed: set):
+    def __init__(self, stage: Stage, fixed: set, config: dict):
         self._stage = stage
-        origin = origins(stage)
+        origin = IndexMap(stage, config).origin
         absorbed = [r for r in stage.relations
                     if (origin[r.parent] if isinstance(r, Split) else origin[r.fused]) <= fixed]
         gone = {a for r in absorbed for a in ((r.outer, r.inner) if isinstance(r, Split) else (r.fused,))}
@@ -395,8 +384,8 @@ def layout_of(stage: Stage, fixed: set, root: bool, config: dict, facts=()) -> L
     if not stage.touched:
         st = default_stage(stage, frozenset(fixed))
         st.attach = stage.attach
-    elif fixed and WithinPlace(stage, fixed).absorbed:
-        st = WithinPlace(stage, fixed)
+    elif fixed and (within := WithinPlace(stage, fixed, config)).absorbed:
+        st = within
     return Layout(st, fixed, root, config, facts)
 
 
@@ -594,7 +583,7 @@ class Plan:
     def _level(self, placed: Placed, who: Stage, axis: IterVar) -> int:
         lay = placed.layout
         fixed = set(placed.bound) | set(placed.halo)
-        if fixed and origins(placed.stage).get(axis, frozenset({None})) <= fixed:
+        if fixed and IndexMap(placed.stage, self.config).origin.get(axis, frozenset({None})) <= fixed:
             # an axis the target's own place gives its values (no loop of the target runs over it): every
             # iteration of it is inside one run of the target's body, so the place is that body's top
             return -1

@@ -159,9 +159,7 @@ def bounds_violation(model, plan):
             over = isl.Set.read_from_str(model.ctx, f"{model.pre}{{ : {a} > {b} }}").intersect(model.context)
             if over.is_empty():
                 continue
-            pt = over.sample_point()
-            sizes = {model.params[i]: pt.get_coordinate_val(isl.dim_type.param, i).to_python()
-                     for i in range(len(model.params))}
+            sizes = _sample_sizes(model, over)
             t = p.target
             return (p.name, f"{p.name} is computed at {t.name}'s loops, which cover {t.name}.{taxis.name} in "
                             f"[0, {size_text(taxis.extent)}), but {p.name}.{axis.name} runs over "
@@ -170,6 +168,13 @@ def bounds_violation(model, plan):
                             f"{p.name} at root, or give the two stages the same extent",
                     {"stage": p.name, "axis": axis.name, "sizes": sizes})
     return None
+
+
+def _sample_sizes(model, over) -> dict:
+    """The sizes of one point of the parameter set `over` (a counterexample's sizes)."""
+    pt = over.sample_point()
+    return {model.params[i]: pt.get_coordinate_val(isl.dim_type.param, i).to_python()
+            for i in range(len(model.params))}
 
 
 def _sizes_text(sizes: dict) -> str:
@@ -190,9 +195,7 @@ def _halo_violation(model, plan, p):
         over = over.intersect(model.context)
         if over.is_empty():
             continue
-        pt = over.sample_point()
-        sizes = {model.params[i]: pt.get_coordinate_val(isl.dim_type.param, i).to_python()
-                 for i in range(len(model.params))}
+        sizes = _sample_sizes(model, over)
         t = p.target
         why = "an output of the kernel" if p.name in plan.out_names else "read by another kernel"
         return (p.name, f"{p.name} is computed at {t.name}'s loops, each iteration computing the window of "
