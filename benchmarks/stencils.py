@@ -9,8 +9,9 @@ Each tilec config is checked against the example's reference (relative error) an
 passed is the row's. Effective TB/s counts the fewest bytes (the input read once, the output written
 once): the floor a fused kernel can reach; the halo's recomputed rows and the window's round trip
 through L2 are the price of fusing. Ratios are anchor time / tilec time (above 1: tilec faster).
-Halide's own CUDA output is not timed here: the GPU host has no halide package (it could be carried as
-a wheel, gpu.md), left to a later run.
+Halide's own CUDA output (benchmarks/halide_stencils.py: Halide's GPU schedule over a few tiles, the fastest
+that matches) is the third anchor where `import halide` works and a GPU is there (`--no-halide` skips it);
+its time is wall clock per call over back-to-back realizes (vs_halide = halide / tilec).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import reductions as R  # noqa: E402  (sets TRITON_INTERPRET before triton is im
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "examples")]
 import blur  # noqa: E402
+import halide_stencils  # noqa: E402
 import separable5  # noqa: E402
 import stencil_after_reduction as sar  # noqa: E402
 
@@ -41,27 +43,56 @@ def configs(mod, quick):
     return grid[:2] if quick else grid
 
 
+def halide_anchor(row, mod, kind, sizes, a):
+    """Add Halide's CUDA time (its best checked schedule) and vs_halide to a row, or say why not."""
+    if a.no_halide or not R.GPU or "tilec_us" not in row:
+        return
+    try:
+        import halide  # noqa: F401
+    except ImportError as e:
+        row["halide_error"] = f"halide not importable: {e}"
+        return
+    x = mod.inputs(sizes, "cpu")[0]
+    ref = mod.reference(x.double()).numpy()
+    res = halide_stencils.best(kind, x.numpy(), ref, cuda=True)
+    row["halide_configs"] = res["records"]
+    if res["best"] is None:
+        row["halide_error"] = "no Halide schedule passed"
+        return
+    row["halide_us"] = res["best"]["us"]
+    row["halide_schedule"] = f"{res['best']['tile']} {res['best']['placement']}"
+    row["vs_halide"] = row["halide_us"] / row["tilec_us"]
+    print(f"  {row['workload']}: halide {row['halide_us']:.1f} us ({row['halide_schedule']})", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-compile", action="store_true")
     ap.add_argument("--smoke", action="store_true")
+    ap.add_argument("--no-halide", action="store_true")
     a = ap.parse_args()
     copy = R.copy_row()
     big = [dict(H=4096, W=4096), dict(H=1080, W=1920)] if not R.SMOKE else [dict(H=19, W=23)]
     rows = []
     opts = argparse.Namespace(no_compile=a.no_compile, compile_mode=None)
-    for mod, name in ((blur, "blur 3x3"), (separable5, "separable 5-tap")):
+    for mod, name, kind in ((blur, "blur 3x3", "blur"), (separable5, "separable 5-tap", "separable5")):
         for sizes in big[:1] if a.quick else big:
             nbytes = 4 * (sizes["H"] * sizes["W"] * 2)
             rows.append(R.memory_row(f"{name} {sizes['H']}x{sizes['W']}", mod, mod.make, mod.inputs, sizes,
                                      configs(mod, a.quick), nbytes, opts, copy["tb_s"]))
+            halide_anchor(rows[-1], mod, kind, sizes, a)
     sizes = dict(C=8, H=2048, W=2048) if not R.SMOKE else dict(C=2, H=11, W=13)
     nbytes = 4 * sizes["H"] * sizes["W"] * (sizes["C"] + 1)
     rows.append(R.memory_row(f"channel energy + 3x3 box {sizes['C']}x{sizes['H']}x{sizes['W']}", sar, sar.make,
                              sar.inputs, sizes, configs(sar, a.quick), nbytes, opts, copy["tb_s"]))
+    halide_anchor(rows[-1], sar, "energy_box", sizes, a)
     R.print_table([copy] + rows)
+    for r in rows:
+        if "halide_us" in r:
+            print(f"{r['workload']:42} halide {r['halide_us']:9.1f} us  x halide {r['vs_halide']:5.2f}  "
+                  f"({r['halide_schedule']})")
     if a.json:
         a.json.write_text(json.dumps([copy] + rows, indent=1, default=str))
 
