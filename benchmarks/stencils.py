@@ -1,5 +1,5 @@
 """The stencils of issue 25 on the GPU: Halide's 3x3 blur (blur_x computed at blur_y's tile: halo
-recompute), the separable 5-tap filter and the 3x3 box after a channel sum, beside eager PyTorch and
+recompute; and per row of a column strip, stored at the strip: a sliding window), the separable 5-tap filter and the 3x3 box after a channel sum, beside eager PyTorch and
 torch.compile, in one run (a benchmark, not a test).
 
     python benchmarks/stencils.py [--json out.json] [--quick] [--no-compile]
@@ -27,12 +27,13 @@ import reductions as R  # noqa: E402  (sets TRITON_INTERPRET before triton is im
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "examples")]
 import blur  # noqa: E402
+import blur_sliding  # noqa: E402
 import halide_stencils  # noqa: E402
 import separable5  # noqa: E402
 import stencil_after_reduction as sar  # noqa: E402
 
 # what a PyTorch user writes for each (its reference: slices and adds), the eager and torch.compile anchors
-for _mod in (blur, separable5, sar):
+for _mod in (blur, blur_sliding, separable5, sar):
     R.B.EAGER[_mod] = _mod.reference
 
 
@@ -77,7 +78,8 @@ def main():
     big = [dict(H=4096, W=4096), dict(H=1080, W=1920)] if not R.SMOKE else [dict(H=19, W=23)]
     rows = []
     opts = argparse.Namespace(no_compile=a.no_compile, compile_mode=None)
-    for mod, name, kind in ((blur, "blur 3x3", "blur"), (separable5, "separable 5-tap", "separable5")):
+    for mod, name, kind in ((blur, "blur 3x3", "blur"), (blur_sliding, "blur 3x3 sliding (store_at)", "blur"),
+                            (separable5, "separable 5-tap", "separable5")):
         for sizes in big[:1] if a.quick else big:
             nbytes = 4 * (sizes["H"] * sizes["W"] * 2)
             rows.append(R.memory_row(f"{name} {sizes['H']}x{sizes['W']}", mod, mod.make, mod.inputs, sizes,

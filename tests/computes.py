@@ -209,3 +209,18 @@ def rowscale_fp8(dtype="float32"):
                    name="Q", dtype="float8_e4m3fn")
     S = tc.compute((M,), lambda r: amax[r] / 448.0, name="S")
     return X, c, amax, Q, S
+
+
+def blur(names=("blur_x", "blur_y")):
+    """Halide's two-stage 3x3 blur, float32: (X, blur_x, blur_y), blur_x read by blur_y at rows y .. y + 2."""
+    H, W = tc.size_vars("H W")
+    X = tc.placeholder((H, W), "float32", name="X")
+    bx = tc.compute((H, W - 2), lambda y, x: (X[y, x] + X[y, x + 1] + X[y, x + 2]) / 3.0, name=names[0])
+    by = tc.compute((H - 2, W - 2), lambda y, x: (bx[y, x] + bx[y + 1, x] + bx[y + 2, x]) / 3.0, name=names[1])
+    return X, bx, by
+
+
+def blur_reference(x):
+    """(blur_x, blur_y) of `blur` in torch."""
+    bx = (x[:, :-2] + x[:, 1:-1] + x[:, 2:]) / 3.0
+    return bx, (bx[:-2] + bx[1:-1] + bx[2:]) / 3.0

@@ -1127,12 +1127,28 @@ def test_split_of_an_axis_fixed_by_compute_at():
 
 def test_fuse_of_an_axis_fixed_by_compute_at_with_its_own():
     """P at C.io: P's row axis follows C's rows, its column axis kk (C's reduction runs over it in a loop
-    inside io) is its own; a fusion of the two has no loop to be."""
+    inside io) is its own; a fusion of the two keeps its own part (the row is a loop that runs once inside
+    the place: Halide's friendly case 295), and the source says so. It was refused."""
     A, W, P, C = prologue_gemm(lambda a: a * 2.0)
     s = tc.create_schedule(C)
     ax = tile_gemm(s, C)
     s[P].compute_at(s[C], ax["io"])
-    s[P].fuse(*P.axis)
+    f = s[P].fuse(*P.axis)
+    src = tc.lower(s).source()
+    assert f"# P: fuse(i, kk) absorbed: i follows C's loops (a loop that runs once here), so {f.name} loops over kk" \
+        in src, src
+    a, w = torch.randn(37, 70), torch.randn(70, 20)
+    torch.testing.assert_close(tc.build(s, [A, W, C])(a, w), (a * 2.0) @ w, rtol=1e-4, atol=1e-4)
+
+
+def test_split_of_a_fusion_with_an_axis_fixed_by_compute_at():
+    """A fusion of a fixed axis with an own one that is split again has no loop to be: the split's pieces
+    would range over the fixed part too. Refused, naming the axis."""
+    A, W, P, C = prologue_gemm(lambda a: a * 2.0)
+    s = tc.create_schedule(C)
+    ax = tile_gemm(s, C)
+    s[P].compute_at(s[C], ax["io"])
+    s[P].split(s[P].fuse(*P.axis), 8)
     with pytest.raises(tc.LoweringError, match=r"P: axis i is fixed by where P is computed \(compute_at\).*remove the "
                                                r"split/fuse of i from P"):
         tc.lower(s)

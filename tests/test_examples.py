@@ -20,7 +20,7 @@ import common  # noqa: E402
 
 NAMES = ["matmul", "matmul_silu", "persistent_gemm", "swiglu", "splitk_gemm", "rmsnorm", "softmax", "transpose_bias", "batched_matmul",
          "silu_mul_fp8", "rowscale_fp8", "attention", "blur", "separable5", "stencil_after_reduction",
-         "attention_lse", "cross_entropy"]
+         "attention_lse", "cross_entropy", "blur_sliding"]
 
 
 def _cases():

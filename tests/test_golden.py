@@ -17,7 +17,7 @@ import computes  # noqa: E402
 
 NAMES = ["matmul", "matmul_silu", "swiglu", "splitk_gemm", "rmsnorm", "softmax", "transpose_bias", "batched_matmul",
          "silu_mul_fp8", "rowscale_fp8", "attention", "blur", "separable5", "stencil_after_reduction",
-         "attention_lse", "cross_entropy"]
+         "attention_lse", "cross_entropy", "blur_sliding"]
 
 
 @pytest.mark.parametrize("name", NAMES)

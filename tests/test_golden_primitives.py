@@ -374,6 +374,25 @@ def compute_at_region(after):
     return Built(s, [X, h], lambda x: torch.exp(x) * 2.0 + 1.0)
 
 
+def store_at(after):
+    """store_at of a stencil's producer outside the loop it is computed at (Halide's sliding window): b is
+    computed per row of v (each row reads b's rows r, r + 1, r + 2: 3 rows a row), stored at v's column strip.
+    After the strip's first row, each row computes only the one row of b the last did not: a window that
+    starts 2 rows later and holds 1 (its other lanes masked)."""
+    M, N = tc.size_vars("M N")
+    X = tc.placeholder((M, N), "float32", name="X")
+    b = tc.compute((M, N), lambda r, c: X[r, c] * 2.0, name="b")
+    v = tc.compute((M - 2, N), lambda r, c: b[r, c] + b[r + 1, c] + b[r + 2, c], name="v")
+    s = tc.create_schedule(v)
+    co, ci = s[v].split(v.axis[1], 32)
+    s[v].reorder(co, v.axis[0], ci)
+    s[v].bind(co, "program_id.0")
+    s[b].compute_at(s[v], v.axis[0])
+    if after:
+        s[b].store_at(s[v], co)
+    return Built(s, [X, v], lambda x: 2.0 * (x[:-2] + x[1:-1] + x[2:]))
+
+
 def online(after):
     """online: den's loop carries mx as a running max (the online softmax). mx's own loop goes; each tile
     updates the max, rescales den by exp(max_old - max_new) and adds its exp(x - max_new). Two loops over the
@@ -530,7 +549,7 @@ def interpreter_tanh(after):
 
 
 CASES = [split, tile, reorder, fuse, bind, swizzle, persistent, subtiles, pipeline, num_warps, unroll, compute_at_epilogue,
-         compute_at_producer, compute_at_region, compute_inline, compute_root, compute_with, split_k, online, cache_read,
+         compute_at_producer, compute_at_region, store_at, compute_inline, compute_root, compute_with, split_k, online, cache_read,
          cache_read_tma, cache_write, cache_write_tma, int64_offsets,
          assume_drops_mask, assume_one_iteration, interpreter_bf16_dot, interpreter_tanh]
 
@@ -702,7 +721,7 @@ def test_each_primitive_docstring_points_at_its_golden_file():
     from tilec.schedule.schedule import Schedule, Stage
 
     root = Path(__file__).resolve().parent / "golden" / "primitives"
-    prims = ["split", "tile", "reorder", "fuse", "compute_at", "compute_inline", "compute_root", "bind",
+    prims = ["split", "tile", "reorder", "fuse", "compute_at", "store_at", "compute_inline", "compute_root", "bind",
              "pipeline", "num_warps", "unroll"]
     for owner, names in ((Stage, prims), (Schedule, ["cache_read", "cache_write"])):
         for name in names:

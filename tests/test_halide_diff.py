@@ -82,12 +82,26 @@ def test_run_case_classifies_a_correct_canonical_case():
 
 
 def test_the_classifier_buckets_a_refusal_by_its_reason():
-    """Friendly case 295: s0's fuse of its row tiles (fixed by its place at s1.io) with its own column tiles
-    has no loop to be; the key keeps the reason, names and numbers made generic."""
-    out = classify.run_case("friendly", 295)
+    """Friendly case 4: s1 (at s2.io) reads s0 (at s1.i) at positions its own tiles do not give; the key keeps
+    the reason, names and numbers made generic."""
+    out = classify.run_case("friendly", 4)
     assert out["status"] == "refused", classify.show(out)
-    assert out["key"] == "LoweringError: T: axis a is fixed by where T is computed (compute_at), so"
-    assert "remove the split/fuse of i from s0" in out["message"]
+    assert out["key"] == "LoweringError: T reads T[a, a], but T is computed in the same kernel"
+    assert "s1 reads s0[i, j], but s0 is computed in the same kernel" in out["message"]
+
+
+def test_a_fusion_of_a_fixed_axis_with_an_own_one_builds():
+    """Friendly case 295 (was refused): s0 at s1.io fuses its row tiles (fixed by the place) with its own column
+    tiles; the fused loop runs over the column tiles alone."""
+    out = classify.run_case("friendly", 295)
+    assert out["status"] == "correct", classify.show(out)
+
+
+def test_a_window_inside_a_window_builds():
+    """Friendly case 66 (was refused): three stencils, each computed in the next one's loops; s0's window is
+    taken around s1's rows, which are themselves a window (its values a run of consecutive rows)."""
+    out = classify.run_case("friendly", 66)
+    assert out["status"] == "correct", classify.show(out)
 
 
 def test_the_halide_blur_builds_and_matches():

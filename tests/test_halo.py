@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from computes import blur, blur_reference
 
 import tilec as tc
 
@@ -14,16 +15,10 @@ SIZES = [(37, 45), (3, 3), (34, 34), (5, 70), (19, 5)]
 
 
 def _blur():
-    H, W = tc.size_vars("H W")
-    X = tc.placeholder((H, W), "float32", name="X")
-    bx = tc.compute((H, W - 2), lambda y, x: (X[y, x] + X[y, x + 1] + X[y, x + 2]) / 3.0, name="bx")
-    by = tc.compute((H - 2, W - 2), lambda y, x: (bx[y, x] + bx[y + 1, x] + bx[y + 2, x]) / 3.0, name="by")
-    return X, bx, by
+    return blur(("bx", "by"))
 
 
-def _blur_ref(x):
-    bx = (x[:, :-2] + x[:, 1:-1] + x[:, 2:]) / 3.0
-    return bx, (bx[:-2] + bx[1:-1] + bx[2:]) / 3.0
+_blur_ref = blur_reference
 
 
 def _tile(s, bx, by, place="xo", f=(32, 32), order="yx"):
@@ -201,3 +196,27 @@ def test_halo_over_a_consumer_axis_that_is_not_one_block_is_refused():
                                                r"\(a halo\), whose values in one iteration there are not one block of "
                                                r"a tile"):
         tc.lower(s)
+
+
+def test_a_window_over_a_block_of_two_tile_dims():
+    """blur_y's rows split by 4, the tiles' loop split again by 2 (y = yoo * 8 + yoi * 4 + yi, two tile dims):
+    the window of blur_x at the tile runs from the block's first row over its 8 rows + 2 (it was refused: "not
+    one block of a tile")."""
+    H, W = tc.size_vars("H W")
+    X = tc.placeholder((H, W), "float32", name="X")
+    bx = tc.compute((H, W - 2), lambda y, x: (X[y, x] + X[y, x + 1] + X[y, x + 2]) / 3.0, name="blur_x")
+    by = tc.compute((H - 2, W - 2), lambda y, x: (bx[y, x] + bx[y + 1, x] + bx[y + 2, x]) / 3.0, name="blur_y")
+    s = tc.create_schedule(by)
+    yo, yi = s[by].split(by.axis[0], 4)
+    xo, xi = s[by].split(by.axis[1], 16)
+    yoo, yoi = s[by].split(yo, 2)
+    s[by].reorder(yoo, xo, yoi, yi, xi)
+    s[by].bind(yoo, "program_id.0")
+    s[by].bind(xo, "program_id.1")
+    s[bx].compute_at(s[by], xo)
+    assert "halo recomputed: y: 10 per 8 in a tile of 16" in tc.lower(s).source()
+    kernel = tc.build(s, [X, by])
+    for h, w in ((21, 37), (3, 3), (9, 5)):
+        x = torch.randn(h, w)
+        b = (x[:, :-2] + x[:, 1:-1] + x[:, 2:]) / 3.0
+        torch.testing.assert_close(kernel(x), (b[:-2] + b[1:-1] + b[2:]) / 3.0)

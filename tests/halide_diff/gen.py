@@ -23,6 +23,7 @@ A schedule is a list of steps, tuples applied by `halide_side.apply` and `tilec_
 `("split", T, axis, factor)` makes `axis + "o"`, `axis + "i"`; `("tile", T, a, b, fa, fb)` makes
 `ao, bo, ai, bi` in that order; `("reorder", T, [outer .. inner])`; `("fuse", T, outer, inner)` makes
 `outer + "_" + inner`; `("parallel", T, loop)`; `("unroll", T, loop)`; `("compute_at", P, C, loop)`;
+`("store_at", P, C, loop)` (after P's compute_at in C, at that loop or one outside it);
 `("compute_root", P)`; `("compute_inline", P)`. A stage that is not the output and has no placement step
 is computed at root in both (tilec's default; Halide's default, inlining, is written as a step).
 
@@ -362,7 +363,14 @@ def generate_schedule(rng: random.Random, pipe: Pipeline, mode: str) -> list:
             if not cands:
                 steps.append(("compute_root", name))
                 continue
-            steps.append(("compute_at", name, cons, rng.choice(cands).name))
+            at = rng.choice(cands)
+            steps.append(("compute_at", name, cons, at.name))
+            # store_at a loop outside (a quarter of the placements): decided by its own generator, seeded by the
+            # steps so far, so that the schedules drawn before it existed stay as they were
+            side = random.Random(repr(steps))
+            outer = [x for x in L[:L.index(at)] if x.kind == "S"]
+            if outer and side.random() < 0.25:
+                steps.append(("store_at", name, cons, side.choice(outer).name))
     return steps
 
 
@@ -578,6 +586,16 @@ def canonical() -> list[Case]:
          [("tile", "blur_x", "i", "j", 4, 32), ("parallel", "blur_x", "io"), ("compute_root", "blur_x")] + tile),
         ("blur: blur_x at blur_y's row of tiles (outer io)", blur,
          tile + [("compute_at", "blur_x", "blur_y", "io")]),
+        ("blur: blur_x per row, stored at the column strip (sliding window)", blur,
+         [("split", "blur_y", "j", 16), ("reorder", "blur_y", ["jo", "i", "ji"]), ("parallel", "blur_y", "jo"),
+          ("compute_at", "blur_x", "blur_y", "i"), ("store_at", "blur_x", "blur_y", "jo")]),
+        ("blur: blur_x per block of 4 rows, stored at the column strip (sliding window)", blur,
+         [("tile", "blur_y", "i", "j", 4, 16), ("reorder", "blur_y", ["jo", "io", "ii", "ji"]),
+          ("parallel", "blur_y", "jo"), ("compute_at", "blur_x", "blur_y", "io"),
+          ("store_at", "blur_x", "blur_y", "jo")]),
+        ("blur: blur_x at the tile, stored at the row of tiles (nothing slides)", blur,
+         tile + [("parallel", "blur_y", "io"), ("compute_at", "blur_x", "blur_y", "jo"),
+                 ("store_at", "blur_x", "blur_y", "io")]),
     ]
     sep = _sep5()
     cs += [
@@ -587,6 +605,9 @@ def canonical() -> list[Case]:
         ("separable 5-tap: first pass inline", sep, [("compute_inline", "pass_x")]),
         ("separable 5-tap: first pass per strip", sep,
          [("split", "pass_y", "i", 4), ("compute_at", "pass_x", "pass_y", "io")]),
+        ("separable 5-tap: first pass per row, stored at the column strip (sliding window)", sep,
+         [("split", "pass_y", "j", 8), ("reorder", "pass_y", ["jo", "i", "ji"]), ("parallel", "pass_y", "jo"),
+          ("compute_at", "pass_x", "pass_y", "i"), ("store_at", "pass_x", "pass_y", "jo")]),
     ]
     pw = _pointwise2()
     cs += [

@@ -147,6 +147,10 @@ class HalideRun:
                 self.log.append(f"{p}.compute_at({c}, {loop})")
                 self.funcs[p].compute_at(hl.LoopLevel(self.funcs[c], self.loops[c][loop]))
                 placed.add(p)
+            elif op == "store_at":
+                _, p, c, loop = st
+                self.log.append(f"{p}.store_at({c}, {loop})")
+                self.funcs[p].store_at(hl.LoopLevel(self.funcs[c], self.loops[c][loop]))
             elif op == "compute_root":
                 self.log.append(f"{stage}.compute_root()")
                 self.funcs[stage].compute_root()

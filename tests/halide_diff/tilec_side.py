@@ -148,6 +148,10 @@ class TilecRun:
                 _, p, c, loop = st
                 self.log.append(f"s[{p}].compute_at(s[{c}], {loop})")
                 s[self.tensors[p]].compute_at(s[self.tensors[c]], self.loops[c][loop])
+            elif op == "store_at":
+                _, p, c, loop = st
+                self.log.append(f"s[{p}].store_at(s[{c}], {loop})")
+                s[self.tensors[p]].store_at(s[self.tensors[c]], self.loops[c][loop])
             elif op == "compute_root":
                 self.log.append(f"s[{stage}].compute_root()")
                 S.compute_root()

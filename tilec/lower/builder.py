@@ -56,7 +56,7 @@ from tilec.lower.online import OnlineLoop
 from tilec.lower.reductions import Reductions, compute_text
 from tilec.lower.split_k import SplitKParts
 from tilec.lower.values import AxisVal, Val, ValueEmitter, castable
-from tilec.plan.placement import Placed
+from tilec.plan.placement import Placed, block_of
 from tilec.schedule.schedule import Fuse, Split, Stage
 
 
@@ -123,6 +123,8 @@ class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, ValueEmitte
         self.caches_here: set[str] = set()
         self.zero_outside: dict[str, set] = {}  # a loaded tile's name -> the masks outside which it is 0
         self.materialized: set[str] = set()  # producers whose region is in memory by now (Plan.scratch)
+        self.loop_vars: dict[str, dict] = {}  # stage -> its loops' counters (a sliding window reads its place's)
+        self.leaf_vals: dict[str, dict] = {}  # stage -> the code of its leaves (a halo's window reads its target's)
         self.online_pieces: dict = {}  # online target -> (its loop's depth, [(start, end, fold, what)])
         self.fold: set[str] = set()  # where() conditions known true here (an online loop's unmasked tiles)
         self.piece_fold: set[str] = set()  # those of the online loop piece being emitted (its members' only)
@@ -208,14 +210,23 @@ class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, ValueEmitte
                 cond = c.BinOp("<", v.code, self.scalar(axis.extent))
                 out.append(Assign(mask, c.BinOp("&", cond, v.mask) if v.mask else cond))
                 env[axis] = AxisVal(v.code, v.dims, v.level, c.Name(mask), None,
-                                    v.canon and (v.canon, "<", size_text(axis.extent)))
+                                    v.canon and (v.canon, "<", size_text(axis.extent)), v.run)
         for axis, h in placed.halo.items():  # a stencil's producer: the window the place's iteration reads
             env[axis] = self._window(placed, axis, h, out)
         leaf_val: dict[Expr, Val] = {}  # the code of each leaf (and of a value named once), by its index-map node
+        self.leaf_vals[x.name] = leaf_val
         level_of: dict[IterVar, int] = {}
         saved = self.stmts
         self.stmts = out
+        alias = getattr(st, "alias", {})
         for rel in getattr(st, "absorbed", ()):  # WithinPlace: its splits of axes the place gives values
+            if isinstance(rel, Fuse) and rel.fused in alias:
+                own = alias[rel.fused]
+                fixed = rel.inner if own is rel.outer else rel.outer
+                out.append(Comment(f"{x.name}: fuse({rel.outer.name}, {rel.inner.name}) absorbed: {fixed.name} follows "
+                                   f"{placed.target.name}'s loops (a loop that runs once here), so "
+                                   f"{rel.fused.name} loops over {own.name}"))
+                continue
             step, axes = ((f"split({rel.parent.name}, {show(self.factor(rel.factor))})", rel.parent.name)
                           if isinstance(rel, Split) else
                           (f"fuse({rel.outer.name}, {rel.inner.name})", f"{rel.outer.name}, {rel.inner.name}"))
@@ -240,7 +251,7 @@ class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, ValueEmitte
             out.append(Comment(f"{x.name}: split_k part -> program_id.{self.split.dim}: this program sums one "
                                f"chunk of {self.split.axis.name}"))
             self.stmts.append(ProgramId(self.part, self.split.dim))
-        loop_vars = {}
+        loop_vars = self.loop_vars[x.name] = {}
         for n, a in enumerate(lay.loops):
             loop_vars[a] = self.fresh(a.name)
             leaf_val[a], level_of[a] = Val(c.LoopIndex(loop_vars[a]), (), "int32"), n
@@ -325,16 +336,24 @@ class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, ValueEmitte
             span, start = 1, tv.code
         elif len(tv.dims) == 1 and tv.run is not None:
             start, span = tv.run
-        else:
-            raise LoweringError(
-                f"{placed.name} is computed at {placed.target.name}'s loops and read at shifted positions of "
-                f"{placed.target.name}.{h.target.name} (a halo), whose values in one iteration there are not one "
-                f"block of a tile (a fused or sub-tiled axis); split {h.target.name} plainly, or compute "
-                f"{placed.name} at root")
+        else:  # several tile dims (a split tile split again): from the smallest value to the largest
+            t = placed.target
+            own = h.target not in t.bound and h.target not in t.halo  # values from t's own leaves
+            block = block_of(t.layout, h.target) if own and self.piece is None else None
+            if block is None:
+                raise LoweringError(
+                    f"{placed.name} is computed at {placed.target.name}'s loops and read at shifted positions of "
+                    f"{placed.target.name}.{h.target.name} (a halo), whose values in one iteration there are not "
+                    f"one block of a tile (a fused or sub-tiled axis); split {h.target.name} plainly, or compute "
+                    f"{placed.name} at root")
+            rest, span = block
+            start = self.index_value(rest, self.leaf_vals[placed.target.name]).code
         return start, span, span + h.hi - h.lo
 
     def _window(self, placed: Placed, axis: IterVar, h, out: list) -> AxisVal:
-        """A tile dim of a power of two over the window (`window`), masked to it and to the axis's extent."""
+        """A tile dim of a power of two over the window (`window`), masked to it and to the axis's extent.
+        Sliding (`Placed.slide`, store_at): after its loop's first iteration, the window starts hi - lo
+        values later and holds span values (the ones the last window lacked), the lanes past them masked."""
         start, span, n = self.window(placed, axis, h)
         size = 1 << (n - 1).bit_length()
         dim = self.fresh(f"{axis.name}_halo")
@@ -345,17 +364,28 @@ class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, ValueEmitte
         self.dim_order.insert(min(later, default=len(self.dim_order)), dim)
         self.dim_extent[dim] = c.Num(size)
         first = c.sum_of(start, c.Num(h.lo)) if h.lo > 0 else (c.BinOp("-", start, c.Num(-h.lo)) if h.lo else start)
+        count = c.Num(n)
+        if placed.slide is not None and placed.slide.axis is axis and h.hi > h.lo:
+            t = c.LoopIndex(self.loop_vars[placed.target.name][placed.slide.loop])
+            later_ = self.fresh(f"slid_{axis.name}")  # 1 after the loop's first iteration, else 0
+            out.append(Comment(f"{placed.name} stored at {placed.target.name}.{placed.stage.store[1].name} (store_at): "
+                               f"after the first {placed.slide.loop.name}, only the {span} new value"
+                               f"{'s' if span > 1 else ''} of {axis.name} (a sliding window)"))
+            out.append(Assign(later_, c.call("minimum", t, 1)))
+            skip = c.BinOp("*", c.Name(later_), c.Num(h.hi - h.lo))
+            first, count = c.sum_of(first, skip), c.BinOp("-", c.Num(n), skip)
         offs, mask = self.fresh(f"offs_{axis.name}"), self.fresh(f"mask_{axis.name}")
         arange = c.call("arange", 0, size)
         out.append(Assign(offs, c.sum_of(first, arange)))
         conds = [c.BinOp("<", c.Name(offs), self.scalar(axis.extent))]
         if h.lo < 0:
             conds.insert(0, c.BinOp(">=", c.Name(offs), c.Num(0)))
-        if size != n:
-            conds.insert(0, c.BinOp("<", arange, c.Num(n)))
+        if size != n or not isinstance(count, c.Num):
+            conds.insert(0, c.BinOp("<", arange, count))
         out.append(Assign(mask, c.all_of(*conds)))
         level = self.env[placed.target.name][h.target].level
-        return AxisVal(c.Name(offs), (dim,), level, c.Name(mask))
+        # its values lie in [first, first + n) (fewer where it slides): a window of a stage placed in it
+        return AxisVal(c.Name(offs), (dim,), level, c.Name(mask), run=(first, n))
 
     def _check_tile_numel(self, x: Stage, dims) -> None:
         """Triton's tensors hold at most 2**20 elements: check each tile the kernel materializes (a load,
@@ -427,6 +457,8 @@ class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, ValueEmitte
                                + (f" (loop {where})" if where != other.stage.attach[1].name and level >= 0 else "")
                                + (": its region, in memory" if other.name in self.p.plan.scratch else "")
                                + self._halo_note(other)))
+            if other.unslid:
+                out.append(Comment(f"{other.name} stored at {x.name}.{other.stage.store[1].name} (store_at): {other.unslid}"))
             self.emit_stage(other, out)
             if other.name in self.p.plan.scratch:  # its readers load it back, other threads' elements too
                 out.append(Barrier(Note((f"  # {other.name}'s region stored{self._halo_note(other)}: the "
@@ -443,7 +475,12 @@ class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, ValueEmitte
         for axis, h in placed.halo.items():
             _, span, n = self.window(placed, axis, h)
             size = 1 << (n - 1).bit_length()
-            parts.append(f"{axis.name}: {n} per {span}" + (f" in a tile of {size}" if size != n else ""))
+            tile = f" in a tile of {size}" if size != n else ""
+            if placed.slide is not None and placed.slide.axis is axis and h.hi > h.lo:  # store_at: a sliding window
+                parts.append(f"{axis.name}: {n} in the first {placed.slide.loop.name}, then {span} per {span}{tile}, "
+                             f"sliding")
+                continue
+            parts.append(f"{axis.name}: {n} per {span}{tile}")
             extra *= n / span
         return f" (halo recomputed: {', '.join(parts)}, {extra:.2f}x the work)"
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tilec.errors import ArgumentError
-from tilec.ir.expr import Binary, Const, Expr, IterVar, evaluate, substitute
+from tilec.ir.expr import Binary, Const, Expr, IterVar, evaluate, substitute, walk
 from tilec.ir.knob import Knob, factor_value
 from tilec.schedule.schedule import Fuse, Split
 
@@ -231,6 +231,48 @@ class IndexMap:
                 value[rel.inner] = Binary("%", fused, rel.inner.extent)
             guards[rel.outer] = guards[rel.inner] = guards[rel.fused]
         return Rebuilt(value, guards, block, groups)
+
+    def linear(self, axis: IterVar, leaves, zero=frozenset()) -> tuple[Expr, dict] | None:
+        """`axis`'s rebuilt value (`rebuilt(zero)`) as `rest + sum(c * leaf)` over `leaves`, each c an int under
+        the config, `rest` an expression of the other leaves; None where a leaf is not linear there (inside a
+        `//`, a `%` or a product with another leaf: a fusion's pieces). A stencil's window over a target axis
+        whose block is several tile dims reads it (`KernelBuilder.window`): the values run from `rest` to
+        `rest + sum(c * (extent - 1))`."""
+        track = frozenset(leaves)
+        const = {}  # sub-expressions that are a known int (a factor, a knob at its value)
+
+        def lin(e: Expr) -> tuple[Expr, dict] | None:
+            if e in track:
+                return _int(0), {e: 1}
+            if not any(n in track for n in walk(e)):
+                return e, {}
+            if not isinstance(e, Binary) or e.op not in ("+", "*"):
+                return None
+            if e.op == "+":
+                a, b = lin(e.a), lin(e.b)
+                if a is None or b is None:
+                    return None
+                coef = dict(a[1])
+                for k, v in b[1].items():
+                    coef[k] = coef.get(k, 0) + v
+                rest = b[0] if _is_zero(a[0]) else a[0] if _is_zero(b[0]) else Binary("+", a[0], b[0])
+                return rest, coef
+            for side, other in ((e.b, e.a), (e.a, e.b)):
+                if any(n in track for n in walk(side)):
+                    continue
+                try:
+                    k = const[side] if side in const else evaluate(side, self.config)
+                except (ArgumentError, KeyError):
+                    return None
+                const[side] = k
+                inner = lin(other)
+                if inner is None:
+                    return None
+                rest = inner[0] if _is_zero(inner[0]) else Binary("*", inner[0], side)
+                return rest, {leaf: c * k for leaf, c in inner[1].items()}
+            return None
+
+        return lin(self.rebuilt(zero).value[axis])
 
     @staticmethod
     def _grouped(rel: Fuse, fused: Expr) -> tuple[Grouping, Expr, Expr]:

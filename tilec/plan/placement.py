@@ -21,7 +21,7 @@ from tilec.ir.online import NotOnline, OnlineForm, online_form
 from tilec.plan.indexmap import IndexMap
 from tilec.poly.masks import single_iteration
 from tilec.schedule.defaults import default_stage
-from tilec.schedule.schedule import Schedule, Split, Stage, subtile_problem
+from tilec.schedule.schedule import Fuse, Schedule, Split, Stage, subtile_problem
 
 # The warps a kernel gets when its schedule sets none: enough that its root stage's tile holds at most this
 # many values per thread. 4 warps up to a 128 x 128 tile, 8 for 128 x 256, 16 for 256 x 256: with 4 warps a
@@ -189,7 +189,9 @@ class Layout:
 
     def resolve(self, axis: IterVar) -> IterVar | None:
         """The leaf that a place named by `axis` means: itself, or (in a default schedule, which splits
-        and fuses original axes) the outermost leaf made from it."""
+        and fuses original axes) the outermost leaf made from it; a fused axis whose fixed piece the place
+        absorbed (`WithinPlace.alias`) means the loop of its own piece."""
+        axis = getattr(self.stage, "alias", {}).get(axis, axis)
         if axis in self.kind:
             return axis
         for leaf in self.leaves:
@@ -234,6 +236,38 @@ class Halo:
     target: IterVar
     lo: int
     hi: int
+
+
+@dataclass(frozen=True)
+class Slide:
+    """A stencil's producer stored outside the loop it is computed in (store_at): along `axis` (a halo axis),
+    the window of iteration t > 0 of the target's loop `loop` gains only the `span` values past the window of
+    iteration t - 1 (the target's block advances by one block per iteration), so it computes those alone:
+    `target + hi` to `target + span + hi`. The first iteration (t == 0, in each run of the loop) computes the
+    whole window (Halide's sliding window)."""
+
+    axis: IterVar
+    loop: IterVar
+
+
+def block_of(lay: Layout, axis: IterVar) -> tuple | None:
+    """(start, span) of target `axis`'s values in one run of its tiles: its value is linear in its tile
+    leaves (`IndexMap.linear`), so they run from `start` (the tiles at 0: an expression of the other leaves)
+    over at most span = 1 + sum(c * (extent - 1)) values (all of them, where the tiles nest as a split's
+    pieces do). None where it is not linear in them (a tile inside a fusion's `//` or `%`)."""
+    form = lay.index.linear(axis, lay.tiles, zero=frozenset(lay.singles))
+    if form is None:
+        return None
+    rest, coef = form
+    return rest, 1 + sum(c * (lay.tile_extent[t] - 1) for t, c in coef.items())
+
+
+def _advances(lay: Layout, axis: IterVar, loop: IterVar) -> bool:
+    """Whether target `axis`'s block (`block_of`) advances by exactly its span per iteration of `loop`, a
+    serial leaf, with nothing else changing: each window then starts where the last one's new values end."""
+    block = block_of(lay, axis)
+    form = lay.index.linear(axis, list(lay.tiles) + [loop], zero=frozenset(lay.singles))
+    return block is not None and form is not None and form[1].get(loop) == block[1]
 
 
 def _shift(idx) -> tuple[IterVar, int] | None:
@@ -330,21 +364,40 @@ class WithinPlace:
     """A placed stage seen without its own splits of the axes its place fixes (`absorbed`, in the order they
     were made). In Halide a producer's split inside its compute_at region orders the region's points; here
     the place gives those axes their values (one value, or the target's tile, held at once), so such a
-    split has nothing left to order: its loops are absorbed into the place, and the nest says so. Every
-    other attribute is the stage's own."""
+    split has nothing left to order: its loops are absorbed into the place, and the nest says so.
+
+    A fusion of such a piece with an own axis (`fuse(io, jo)` where the place fixes i) keeps only its own
+    part: the fixed piece is a loop that runs once inside the place (its values come from the place), so
+    the fused loop is the own axis's loop (`alias`: io_jo -> jo), said in the source. Only where the fused
+    axis is a plain loop (a leaf no later split or fusion takes, not unrolled, pipelined or persistent);
+    otherwise nothing is absorbed and `Layout` refuses the split with its reason. Every other attribute is
+    the stage's own."""
 
     def __init__(self, stage: Stage, fixed: set, config: dict):
         self._stage = stage
         origin = IndexMap(stage, config).origin
-        absorbed = [r for r in stage.relations
-                    if (origin[r.parent] if isinstance(r, Split) else origin[r.fused]) <= fixed]
-        gone = {a for r in absorbed for a in ((r.outer, r.inner) if isinstance(r, Split) else (r.fused,))}
+        consumed = {a for r in stage.relations for a in ((r.parent,) if isinstance(r, Split) else (r.outer, r.inner))}
+        plain = {a for a in stage.leaves if a not in consumed and a not in stage.unrolled
+                 and a not in stage.pipelines and a not in stage.persistent_axes}
+        absorbed, self.alias = [], {}
+        for r in stage.relations:
+            if (origin[r.parent] if isinstance(r, Split) else origin[r.fused]) <= fixed:
+                absorbed.append(r)
+            elif isinstance(r, Fuse) and r.group is None and r.fused in plain:
+                sides = [(a, b) for a, b in ((r.outer, r.inner), (r.inner, r.outer))
+                         if origin[a] <= fixed and not origin[b] & fixed]
+                if sides:
+                    absorbed.append(r)
+                    self.alias[r.fused] = sides[0][1]
+        # what an absorbed relation made and no loop stands for (an aliased fusion's own piece is its loop)
+        gone = {a for r in absorbed for a in ((r.outer, r.inner) if isinstance(r, Split) else
+                                              () if r.fused in self.alias else (r.fused,))}
         if any(a in gone for r in stage.relations if r not in absorbed
                for a in ((r.parent,) if isinstance(r, Split) else (r.outer, r.inner))):
-            absorbed = []  # a fixed axis's piece split or fused again with an own axis: Layout refuses it
+            absorbed, self.alias = [], {}  # a fixed axis's piece split or fused again otherwise: Layout refuses it
         self.absorbed = tuple(absorbed)
         self.relations = [r for r in stage.relations if r not in absorbed]
-        self.leaves = [a for a in stage.leaves if not origin[a] <= fixed]
+        self.leaves = [self.alias.get(a, a) for a in stage.leaves if not origin[a] <= fixed]
 
     def __getattr__(self, name):
         return getattr(self._stage, name)
@@ -399,6 +452,8 @@ class Placed:
     level: int = -1                 # -1: the kernel's top (inside the grid); n: body of target's loop n
     bound: dict = field(default_factory=dict)       # x axis -> target axis
     halo: dict = field(default_factory=dict)        # x axis -> Halo: follows a target axis at shifted positions
+    slide: Slide | None = None      # store_at: the halo axis whose window slides along the place's loop
+    unslid: str = ""                # store_at outside the place that slides nothing: why (said in the source)
     producers: dict = field(default_factory=lambda: defaultdict(list))  # my level -> [Placed]
     consumers: dict = field(default_factory=lambda: defaultdict(list))
     caches: dict = field(default_factory=lambda: defaultdict(list))      # my level -> [cache Stage]
@@ -441,6 +496,14 @@ class Plan:
                 raise LoweringError(f"{name} is listed as an output of the kernel, but it is inlined "
                                     f"(compute_inline), so it is never stored; compute_root({name}) or leave it "
                                     f"out of the outputs")
+        for st in sched.stages.values():
+            if st.store is not None and not (isinstance(st.attach, tuple) and st.attach[0] is st.store[0]):
+                where = (f"computed at {st.attach[0].name}'s loops" if isinstance(st.attach, tuple) else
+                         "inlined" if st.attach == "inline" else "computed at root")
+                raise LoweringError(f"store_at({st.name}, {st.store[0].name}.{st.store[1].name}): {st.name} is {where}; "
+                                    f"store_at keeps the values of a stage computed in {st.store[0].name}'s loops, at "
+                                    f"its compute_at loop or outside it: compute_at({st.name}, {st.store[0].name}, ...) "
+                                    f"too, or drop the store_at")
         self.stored = set(out_names)
         self.out_names = out_names
         self.scratch: set[str] = set()  # producers at an outer loop whose region is kept in memory (_place)
@@ -635,12 +698,41 @@ class Plan:
                 # one iteration of the place reads
                 child = self._place(other, me, lvl, {a: t for a, t in bound.items() if a not in late},
                                     {a: h for a, h in halo.items() if a not in late})
+                if other.store is not None:
+                    self._store(child, other)
                 if producer and any(a not in child.bound for a in other.tensor.axis):
                     self._regions.append(child)
                 (me.producers if producer else me.consumers)[lvl].append(child)
         if stage.name in self.online:
             self._place_online(me)
         return me
+
+    def _store(self, child: Placed, stage: Stage) -> None:
+        """store_at(stage, T.axis) with stage computed at T's loop: where T's loop slides a halo window, the
+        producer computes each iteration's new values alone (`Slide`); else it is computed as without it,
+        and `unslid` says why (the values are the same either way; only the work differs)."""
+        target, axis = stage.store  # target is child's (checked in __init__)
+        me = child.target
+        level = self._level(me, stage, axis)
+        if level > child.level:
+            raise LoweringError(f"store_at({stage.name}, {target.name}.{axis.name}): {axis.name} runs inside "
+                                f"the loop {stage.name} is computed at ({stage.attach[1].name}); a stage is stored "
+                                f"at its compute_at loop or outside it, where its values outlive one computation")
+        if level == child.level:
+            return  # stored where computed: what compute_at alone does
+        lay = me.layout
+        loop = lay.loops[child.level] if child.level >= 0 else None
+        if loop is None or lay.kind[loop] != "serial":
+            child.unslid = (f"{stage.name} is computed at {'the top of the program' if loop is None else f'loop {loop.name}'}"
+                            f", no serial loop, so nothing slides")
+            return
+        for a, h in child.halo.items():
+            if _advances(lay, h.target, loop):
+                child.slide = Slide(a, loop)
+                return
+        child.unslid = (f"loop {loop.name} advances no axis {stage.name} is read shifted along "
+                        f"({', '.join(h.target.name for h in child.halo.values()) or 'none'}) by one block per "
+                        f"iteration, so nothing slides")
 
     def _place_online(self, me: Placed) -> None:
         """The statistics of `me`'s online loop: each placed in its innermost loop (before its own update),

@@ -160,6 +160,15 @@ class TimeMaps:
             rename[ta] = f"({var} - {hv})"
             ext = aff(h.target.extent, {}, self.config)
             where[ta] = (f"{h.lo} <= {hv} <= {h.hi}", f"0 <= {var} - {hv} < {ext}")
+        if dst.slide is not None:
+            # store_at's sliding window: after the first iteration of the loop, only the values past the last
+            # window (shift hi); in the first (the loop's value 0), the whole window
+            h, ta = dst.halo[dst.slide.axis], self.names[src.name][dst.halo[dst.slide.axis].target]
+            (loop,) = self.leaf[src.name][dst.slide.loop]
+            if loop.value is None or set(_VAR.findall(loop.value)) - set(rename):
+                raise NotAffine(f"the loop {dst.slide.loop.name} {dst.name} slides along")
+            first = _VAR.sub(lambda m: rename.get(m.group(0), m.group(0)), loop.value)
+            where[ta] += (f"({self._halo_var(dst, dst.slide.axis)} = {h.hi} or {first} = 0)",)
         out = []
         for e in entries:
             if e.value is None:

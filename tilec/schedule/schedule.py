@@ -98,10 +98,12 @@ def _call_text(name: str, stage, args) -> str:
             owner = stage.attach[0].name if name == "compute_at" and isinstance(stage.attach, tuple) else stage.name
             if name == "compute_with" and isinstance(stage.fused_with, tuple):
                 owner = stage.fused_with[0].name
+            if name == "store_at" and isinstance(stage.store, tuple):
+                owner = stage.store[0].name
             parts.append(f"{owner}.{a.name}")
         else:
             parts.append(show(a))  # a knob by name: this is the schedule's log (fingerprint)
-    if name in ("compute_at", "compute_with"):
+    if name in ("compute_at", "compute_with", "store_at"):
         parts = [f"{stage.name}"] + parts[1:]
         return f"{name}({', '.join(parts)})"
     return f"{stage.name}.{name}({', '.join(parts)})"
@@ -519,6 +521,48 @@ class Stage:
                                     f"computed inside {self.name}, so this would make a cycle; compute_root one of them")
         self._placeable_at(stage, axis)
         self._record("compute_at", StageRef(stage.name), AxisRef(stage.name, axis.name))
+        return self
+
+    @checked
+    def store_at(self, stage: Stage, axis: IterVar) -> Stage:
+        """Keep this stage's values over an iteration of `stage`'s loop `axis`, an outer loop of where it is
+        computed (Halide's store_at): each iteration of the compute loop inside it computes only the values
+        the iterations before it (in this iteration of `axis`) did not. For a stencil's producer computed
+        per row (or per block of rows) of its reader, that is Halide's sliding window: the first row computes
+        the whole window, each later one only the rows the window gained (blur_x: 3 rows, then 1 per row).
+        Before and after, as loop nest and Triton: tests/golden/primitives/store_at.txt.
+
+        The values are those of the compute_at alone; only the work differs. It slides along the compute
+        loop when that loop is a serial loop that advances the reader's axis the producer is read shifted
+        along, by one block per iteration (`split(y, 32)` then per row `yi`, or `tile` then `split(yi, 4)`
+        per block of 4); otherwise the producer is computed as without store_at, and the source says why.
+        isl checks it: the producer's element is then computed once, at the iteration that first reads it.
+        The region is kept in the buffer the producer's window already goes through (no folding into fewer
+        rows: a buffer of the producer's shape).
+
+        Args:
+            stage: the compute stage this one is computed in (compute_at, before or after this call).
+            axis: a loop of `stage` that encloses the compute_at loop (or is it: no effect).
+
+        Returns:
+            This stage.
+
+        Raises:
+            ArgumentError: `stage` is no compute stage or is this one.
+            LoweringError (at build): this stage is not computed in `stage`'s loops, or `axis` is inside
+                the compute_at loop.
+
+        Example:
+            >>> yo, yi = s[blur_y].split(y, 32)
+            >>> s[blur_y].bind(yo, "program_id.0")
+            >>> s[blur_x].compute_at(s[blur_y], yi)     # per row: 3 rows of blur_x each
+            Stage(blur_x)
+            >>> s[blur_x].store_at(s[blur_y], yo)       # the strip's rows kept: 1 new row per row
+            Stage(blur_x)
+        """
+        axis = self._place(stage, axis, "store_at", "s[C]", "cannot be stored at its own loop")
+        self._require_compute("store_at")
+        self._record("store_at", StageRef(stage.name), AxisRef(stage.name, axis.name))
         return self
 
     def _tile_split(self, axis: IterVar) -> Split | None:

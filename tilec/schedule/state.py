@@ -63,6 +63,7 @@ def initial(stage) -> None:
     stage.leaves = list(axes)
     stage.relations = []  # Split and Fuse, in the order the steps made them
     stage.attach = None  # None: root; "inline"; or (stage, axis)
+    stage.store = None  # store_at: (stage, axis) whose iteration keeps its values (sliding window), or None
     stage.binds = {}  # axis -> grid dimension (0, 1, 2)
     stage.pipelines = {}  # axis -> stages (int or Knob)
     stage.unrolled = set()
@@ -120,6 +121,11 @@ def _fuse(owner, st, step: Step, outer: IterVar, inner: IterVar, group=None) -> 
 
 def _compute_at(owner, st, step: Step, target, axis: IterVar) -> tuple:
     st.attach = (target, axis)
+    return ()
+
+
+def _store_at(owner, st, step: Step, target, axis: IterVar) -> tuple:
+    st.store = (target, axis)
     return ()
 
 
@@ -188,6 +194,7 @@ def _cache(owner, st, step: Step, tensor, scope: str, *rest) -> tuple:
 
 APPLY: dict[str, Callable[..., tuple]] = {
     "split": _split, "reorder": _reorder, "fuse": _fuse, "swizzle": _fuse, "compute_at": _compute_at,
+    "store_at": _store_at,
     "compute_with": _compute_with, "split_k": _split_k, "online": _online, "compute_inline": _place("inline"),
     "compute_root": _place(None), "bind": _bind, "pipeline": _pipeline, "num_warps": _num_warps, "unroll": _unroll,
     "persistent": _persistent, "cache_read": _cache, "cache_write": _cache,

@@ -60,6 +60,7 @@ class KnobRef(NamedTuple):
 # primitive -> (applied to a stage: True, or to the schedule: False; keyword names of positional arguments)
 PRIMITIVES: dict[str, tuple[bool, dict[int, str]]] = {
     "split": (True, {}), "reorder": (True, {}), "fuse": (True, {}), "compute_at": (True, {}),
+    "store_at": (True, {}),
     "compute_with": (True, {}), "split_k": (True, {1: "parts", 2: "deterministic"}), "online": (True, {}),
     "compute_inline": (True, {}), "compute_root": (True, {}), "bind": (True, {}),
     "pipeline": (True, {1: "stages"}), "num_warps": (True, {}), "unroll": (True, {}),
