@@ -88,18 +88,23 @@ def _run(p, inp, extents, x_np, cuda, reps):
     if cuda:
         out.copy_to_host()
     result = np.array(out)  # Halide order reversed back: the array's (H, W)
-    t = None
-    if reps:
-        ts = []
-        for _ in range(5):
-            t0 = time.perf_counter()
-            for _ in range(reps):
-                p.realize(out)
-            if cuda:
-                out.device_sync()
-            ts.append((time.perf_counter() - t0) / reps)
-        t = statistics.median(ts)
+    t = wall_seconds(lambda: p.realize(out), out.device_sync if cuda else None, reps) if reps else None
     return result, t
+
+
+def wall_seconds(call, sync=None, reps=50) -> float:
+    """Median over 5 batches of wall-clock seconds per call, `reps` calls back to back then `sync()` (one
+    warm-up batch first): how the Halide anchor is timed, and tilec beside it (benchmarks/stencils.py)."""
+    ts = []
+    for n in range(6):
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            call()
+        if sync is not None:
+            sync()
+        if n:
+            ts.append((time.perf_counter() - t0) / reps)
+    return statistics.median(ts)
 
 
 def best(kind, x_np, ref_np, cuda, reps=50, log=print):

@@ -165,3 +165,24 @@ def test_strips_in_parallel_with_their_rows_sliding():
     src = tc.lower(s).source()
     assert "# blur_x stored at blur_y.xo (store_at): after the first yio, only the 1 new value of y" in src, src
     check(s, [X, by])
+
+
+def test_the_cost_model_counts_the_recomputed_halo():
+    """The tuner's analytic model (tilec/tune/cost.py) counts a halo's recomputed overlap and its window's
+    round trip (`halo_work`): per row, blur_x costs 3 rows a row; stored at the strip, 1."""
+    from tilec.plan.analysis import Analysis
+    from tilec.plan.placement import halo_work
+    from tilec.tune.cost import estimate
+
+    shape = dict(H=4096, W=4096)
+    s, _ = per_row()
+    slid = estimate(s, {}, shape)
+    assert halo_work(Analysis(s, {}).plan.placed["blur_x"]) == 1.0
+    X, bx, by = blur()
+    plain = tc.create_schedule(by)
+    xo, xi = plain[by].split(by.axis[1], 16)
+    plain[by].reorder(xo, by.axis[0], xi)
+    plain[by].bind(xo, "program_id.0")
+    plain[bx].compute_at(plain[by], by.axis[0])
+    assert halo_work(Analysis(plain, {}).plan.placed["blur_x"]) == 3.0
+    assert estimate(plain, {}, shape) > 1.5 * slid

@@ -56,7 +56,7 @@ from tilec.lower.online import OnlineLoop
 from tilec.lower.reductions import Reductions, compute_text
 from tilec.lower.split_k import SplitKParts
 from tilec.lower.values import AxisVal, Val, ValueEmitter, castable
-from tilec.plan.placement import Placed, block_of
+from tilec.plan.placement import Placed, block_of, halo_work
 from tilec.schedule.schedule import Fuse, Split, Stage
 
 
@@ -471,7 +471,7 @@ class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, ValueEmitte
         the values the iteration itself covers (the overlap with its neighbours is computed again)."""
         if not placed.halo:
             return ""
-        parts, extra = [], 1.0
+        parts = []
         for axis, h in placed.halo.items():
             _, span, n = self.window(placed, axis, h)
             size = 1 << (n - 1).bit_length()
@@ -481,8 +481,7 @@ class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, ValueEmitte
                              f"sliding")
                 continue
             parts.append(f"{axis.name}: {n} per {span}{tile}")
-            extra *= n / span
-        return f" (halo recomputed: {', '.join(parts)}, {extra:.2f}x the work)"
+        return f" (halo recomputed: {', '.join(parts)}, {halo_work(placed):.2f}x the work)"
 
     def _canon(self, code: c.Ex, dims, axis: IterVar, masked: bool, guards) -> tuple:
         """What an axis's offsets and mask are, whatever their names (`AxisVal.canon`): two axes of one canon

@@ -262,6 +262,33 @@ def block_of(lay: Layout, axis: IterVar) -> tuple | None:
     return rest, 1 + sum(c * (lay.tile_extent[t] - 1) for t, c in coef.items())
 
 
+def span_of(p: Placed, axis: IterVar) -> int | None:
+    """How many consecutive values p's `axis` takes at once where p sits (an upper bound): a window's
+    (`Halo`: its target's span + hi - lo), a followed axis's target's, or its own tiles' (`block_of`)."""
+    if axis in p.halo:
+        h = p.halo[axis]
+        inner = span_of(p.target, h.target)
+        return None if inner is None else inner + h.hi - h.lo
+    if axis in p.bound:
+        return span_of(p.target, p.bound[axis])
+    block = block_of(p.layout, axis)
+    return None if block is None else block[1]
+
+
+def halo_work(p: Placed) -> float:
+    """The work of p per iteration of its place against the values the iteration covers: for each halo axis,
+    (span + hi - lo) / span (the overlap with the neighbours computed again); 1 along a sliding window
+    (store_at), whose iterations after the first compute only their new values. The nest's barrier line
+    and the tuner's cost model (tilec/tune/cost.py) read it."""
+    out = 1.0
+    for axis, h in p.halo.items():
+        span = span_of(p.target, h.target)
+        if span is None or (p.slide is not None and p.slide.axis is axis):
+            continue
+        out *= (span + h.hi - h.lo) / span
+    return out
+
+
 def _advances(lay: Layout, axis: IterVar, loop: IterVar) -> bool:
     """Whether target `axis`'s block (`block_of`) advances by exactly its span per iteration of `loop`, a
     serial leaf, with nothing else changing: each window then starts where the last one's new values end."""

@@ -2,7 +2,9 @@
 and tile-level traffic at bandwidth, with a wave-quantization factor, plus launch cost.
 
 Tile-level traffic counts each cached tile (isl footprint) once per program per iteration of the
-loops around its place, so a smaller tile that re-reads its operands more often costs more. It only
+loops around its place, so a smaller tile that re-reads its operands more often costs more. A stencil's
+producer placed in its reader's loops counts its recomputed overlap and its window's round trip through
+memory (`halo_work`). It only
 ranks and seeds the search (optuna's `enqueue_trial`); measurements decide.
 """
 
@@ -14,6 +16,7 @@ from tilec.ir.dtypes import itemsize
 from tilec.ir.expr import evaluate
 from tilec.ir.knob import factor_value
 from tilec.plan.analysis import Analysis
+from tilec.plan.placement import halo_work
 from tilec.schedule.schedule import Fuse
 
 PEAK_FLOPS = 700e12   # bf16 tensor-core rate measured on the H200 (shared notes: 678-790 TFLOP/s)
@@ -49,9 +52,16 @@ def estimate(sched, config: dict, shape: dict, analysis: Analysis | None = None)
     env = {**shape, **config}
     analysis = analysis if analysis is not None else analysis_for(sched, config)
     flops, nbytes = 0.0, 0.0
+    plan = analysis.plan
     for st in sched.stages.values():
         t = st.tensor
         points = _prod(evaluate(e, env) for e in t.shape)
+        placed = plan.placed.get(st.name)
+        if placed is not None and placed.halo:
+            # a stencil's producer placed in its reader's loops: the overlap of the windows computed again,
+            # each window written to memory and read back (halo_work; 1 along a sliding window)
+            points *= halo_work(placed)
+            nbytes += 2 * points * itemsize(t.dtype)
         if t.is_reduction:
             points *= _prod(evaluate(a.extent, env) for a in t.reduce_axis)
             flops += 2 * points
@@ -59,7 +69,7 @@ def estimate(sched, config: dict, shape: dict, analysis: Analysis | None = None)
             flops += points
     for t in sched.outputs:
         nbytes += _prod(evaluate(e, env) for e in t.shape) * itemsize(t.dtype)
-    plan, resources = analysis.plan, analysis.resources
+    resources = analysis.resources
     cached = set()
     time = 0.0
     for res, root in zip(resources, plan.kernels):
