@@ -104,6 +104,14 @@ def test_a_window_inside_a_window_builds():
     assert out["status"] == "correct", classify.show(out)
 
 
+def test_store_at_over_an_axis_the_target_does_not_loop_over():
+    """Friendly case 338 (an internal KeyError in the campaign at 4b25b69): s1 stored at s2.io, computed at
+    s2.jo, read shifted along s2's rows, which s2's own place (at s3.jo) gives: no loop of s2 advances them,
+    so nothing slides."""
+    out = classify.run_case("friendly", 338)
+    assert out["status"] == "correct", classify.show(out)
+
+
 def test_the_halide_blur_builds_and_matches():
     n = next(k for k, c in enumerate(gen.canonical()) if c.name == "blur: blur_x at blur_y's tile")
     out = classify.run_case("canonical", n)

@@ -235,7 +235,8 @@ class IndexMap:
     def linear(self, axis: IterVar, leaves, zero=frozenset()) -> tuple[Expr, dict] | None:
         """`axis`'s rebuilt value (`rebuilt(zero)`) as `rest + sum(c * leaf)` over `leaves`, each c an int under
         the config, `rest` an expression of the other leaves; None where a leaf is not linear there (inside a
-        `//`, a `%` or a product with another leaf: a fusion's pieces). A stencil's window over a target axis
+        `//`, a `%` or a product with another leaf: a fusion's pieces), or where no leaf makes `axis` (its
+        place gives its values: `WithinPlace`). A stencil's window over a target axis
         whose block is several tile dims reads it (`KernelBuilder.window`): the values run from `rest` to
         `rest + sum(c * (extent - 1))`."""
         track = frozenset(leaves)
@@ -272,7 +273,8 @@ class IndexMap:
                 return rest, {leaf: c * k for leaf, c in inner[1].items()}
             return None
 
-        return lin(self.rebuilt(zero).value[axis])
+        value = self.rebuilt(zero).value
+        return lin(value[axis]) if axis in value else None  # (an axis a place fixes has no value here)
 
     @staticmethod
     def _grouped(rel: Fuse, fused: Expr) -> tuple[Grouping, Expr, Expr]:
