@@ -377,7 +377,7 @@ def test_every_primitive_round_trips():
                                               "compute_inline", "swizzle", "persistent", "split_k"}
     # every primitive there is, with compute_with's schedule below (it needs two independent stages)
     assert set(trace_mod.PRIMITIVES) == {st.primitive for st in s.trace} | {st.primitive for st in _twins().trace} \
-        | {st.primitive for st in _online().trace}
+        | {st.primitive for st in _online().trace} | {st.primitive for st in _stored().trace}
     assert s.log[-5:] == ["P: compute_at(Q, io_jo)", "P: compute_root()", "P: fuse(i, j) -> i_j",
                           "P: bind(i_j, 'program_id.0')", "P: compute_inline()"]
     assert s.trace[-9].stages == s.trace[-8].stages == {"b_shared"}
@@ -434,6 +434,27 @@ def test_online_round_trips():
         assert_same(s, r)
         assert_same(s, r, {"B": 64})
         assert r.trace == s.trace
+
+
+def _stored() -> tc.Schedule:
+    """The blur per row of a column strip, blur_x stored at the strip (store_at: a sliding window)."""
+    X, bx, by = computes.blur()
+    s = tc.create_schedule(by)
+    xo, xi = s[by].split(by.axis[1], tc.knob("BX", [16, 32]))
+    s[by].reorder(xo, by.axis[0], xi)
+    s[by].bind(xo, "program_id.0")
+    s[bx].compute_at(s[by], by.axis[0])
+    s[bx].store_at(s[by], xo)
+    return s
+
+
+def test_store_at_round_trips():
+    s = _stored()
+    assert s.log[-1] == "blur_x: store_at(blur_y, xo)" and "blur_x.store_at(blur_y, blur_y_xo)" in str(s.trace)
+    for r in rebuilt(s):
+        assert_same(s, r)
+        assert_same(s, r, {"BX": 32})
+        assert r.trace == s.trace and "(a sliding window)" in tc.lower(r).source()
 
 
 def test_quiet_stages_record_nothing():
