@@ -65,7 +65,7 @@ def compile_case(path: str) -> list[tuple[str, str | None]]:
                 t = prog.workspaces[p.tensor][0] if p.tensor in prog.workspaces else case["sched"].tensors[p.tensor]
                 ty = str(getattr(triton.language, triton_name(t.dtype)[3:]))
                 ty = {"int1": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
-                      "uint8": "u8"}.get(ty, ty)
+                      "uint8": "u8", "uint16": "u16"}.get(ty, ty)
                 if p.kind == "tensor":
                     sig[p.name] = "*" + ty
                 else:  # a host-side tensor descriptor (cache_read tma=True): Triton's own mangling of one

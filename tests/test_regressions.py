@@ -637,3 +637,54 @@ def test_an_int32_sum_past_int32_wraps_as_torchs_does():
     got = tc.build(s, [X, E])(x)
     want = x.to(torch.int32)[:, None].expand(3, 3).sum(1, dtype=torch.int32)
     assert got.dtype == torch.int32 and torch.equal(got, want)
+
+
+class _Wrapped:
+    """A torch reference for narrow integers: int64 values, each operation's result wrapped to `dtype` as torch's
+    result of that type is (torch itself computes almost nothing on uint16)."""
+
+    def __init__(self, x, dtype):
+        self.x, self.dtype = x, dtype
+
+    def _w(self, x):
+        return _Wrapped(x.to(getattr(torch, self.dtype)).to(torch.int64), self.dtype)
+
+    def __add__(self, o): return self._w(self.x + o.x)
+    def __mul__(self, o): return self._w(self.x * o)
+    def __floordiv__(self, o): return self._w(self.x // o)
+    def __neg__(self): return self._w(-self.x)
+    def __rshift__(self, o): return self._w(self.x >> o)
+    def __lshift__(self, o): return self._w(self.x << o)
+    def __invert__(self): return self._w(~self.x)
+    def __pow__(self, o): return self._w(self.x ** o)
+    def __gt__(self, o): return _Wrapped(self.x > o.x, "bool")
+    def astype(self, d): return _Wrapped(self.x.to(getattr(torch, d)), d)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "uint8", "uint16"])
+@pytest.mark.parametrize("name,body", [
+    ("sum then floor-divide", lambda a, mx: (a + a) // 3),
+    ("product then compare", lambda a, mx: ((a * 3) > a).astype("int32")),
+    ("negate then shift", lambda a, mx: (-a) >> 1),
+    ("shift left then floor-divide", lambda a, mx: (a << 3) // 5),
+    ("invert then max", lambda a, mx: mx(~a, a)),
+    ("power then to float", lambda a, mx: (a ** 3).astype("float32")),
+])
+def test_narrow_int_arithmetic_wraps_at_each_operation(dtype, name, body):
+    """Issue 26: int8/int16/uint8/uint16 compute in int32, and tilec wrapped the value to its type only where it
+    was stored: (a + a) // 3 of int8 a = 100 gave 66 where torch's a + a is already -56 (an int8), so -19. An
+    operation whose result can leave the type now wraps it, as torch's result of that type does."""
+    N = tc.size_vars("N")
+    A = tc.placeholder((N,), dtype, name="A")
+    Y = tc.compute((N,), lambda i: body(A[i], tc.maximum), name="Y")
+    s = tc.create_schedule(Y)
+    s[Y].split(Y.axis[0], 16)
+    info = torch.iinfo(getattr(torch, dtype))
+    a = torch.randint(info.min, info.max + 1, (57,), dtype=torch.int64)
+    a[:4] = torch.tensor([info.max, info.min, info.max // 2 + 3, 1])
+    out = tc.build(s, [A, Y])(a.to(getattr(torch, dtype)))
+    ref = body(_Wrapped(a, dtype), lambda x, y: _Wrapped(torch.maximum(x.x, y.x), dtype))
+    assert str(out.dtype) == f"torch.{ref.dtype}", (out.dtype, ref.dtype)
+    got = out if out.is_floating_point() else out.to(torch.int64)
+    want = ref.x.float() if out.is_floating_point() else ref.x.to(torch.int64)
+    assert torch.equal(got, want), f"{name}: {got[:4].tolist()} != {want[:4].tolist()}"

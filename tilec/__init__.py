@@ -6,8 +6,9 @@ The pipeline, one package per step:
 
 The API, in the order a program uses it (each name's docstring has its parameters, errors and an
 example; `help(tc.Stage)` lists the primitives):
-  compute    size_vars, placeholder, compute, reduce_axis, sum / max / min, exp, log, sqrt, rsqrt,
-             sigmoid, silu, tanh, abs, maximum, minimum, where, assume
+  compute    size_vars, placeholder, compute, reduce_axis, sum / max / min; math (docs/language.md): exp,
+             exp2, expm1, log, log2, log1p, sqrt, rsqrt, sigmoid, silu, tanh, erf, sin, cos, abs, sign, floor,
+             ceil, trunc, round, pow (**), clamp, maximum, minimum, where; rand, randn, randint; assume
   schedule   create_schedule -> Schedule (s[C] is a Stage: split, tile, reorder, fuse, swizzle, bind,
              compute_at, compute_with, compute_inline, compute_root, pipeline, unroll, num_warps,
              persistent, split_k, online; s.cache_read, s.cache_write), knob, flag, replay, default_trace
@@ -38,8 +39,10 @@ from tilec.version import __version__
 
 # Where each lazily imported name of the API lives: the one table `tc.NAME` is resolved from.
 _HOMES: dict[str, tuple[str, ...]] = {
-    "tilec.ir": ("Tensor", "abs", "assume", "compute", "exp", "log", "max", "maximum", "min", "minimum",
-                 "placeholder", "reduce_axis", "rsqrt", "sigmoid", "silu", "size_vars", "sqrt", "sum", "tanh",
+    "tilec.ir": ("Tensor", "abs", "assume", "ceil", "clamp", "compute", "cos", "erf", "exp", "exp2", "expm1", "floor",
+                 "log", "log1p", "log2", "max", "maximum", "min", "minimum", "placeholder", "pow", "rand", "randint",
+                 "randn", "reduce_axis",
+                 "round", "rsqrt", "sigmoid", "sign", "silu", "sin", "size_vars", "sqrt", "sum", "tanh", "trunc",
                  "where"),
     "tilec.schedule": ("Flag", "Knob", "Schedule", "Stage", "create_schedule", "default_trace", "flag", "knob",
                        "replay"),
@@ -62,22 +65,39 @@ if TYPE_CHECKING:  # what type checkers and IDEs read; the same names as _HOMES 
         Tensor,
         abs,
         assume,
+        ceil,
+        clamp,
         compute,
+        cos,
+        erf,
         exp,
+        exp2,
+        expm1,
+        floor,
         log,
+        log1p,
+        log2,
         max,
         maximum,
         min,
         minimum,
         placeholder,
+        pow,
+        rand,
+        randint,
+        randn,
         reduce_axis,
+        round,
         rsqrt,
         sigmoid,
+        sign,
         silu,
+        sin,
         size_vars,
         sqrt,
         sum,
         tanh,
+        trunc,
         where,
     )
     from tilec.lower.program import lower

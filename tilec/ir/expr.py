@@ -16,8 +16,34 @@ import builtins
 from collections.abc import Iterable, Sequence
 
 from tilec.errors import ArgumentError
-from tilec.ir.dtypes import check_dtype, is_float, promote
+from tilec.ir.dtypes import UNSIGNED, check_dtype, is_float, promote
 from tilec.ir.names import check_name
+
+# The math functions of one value: name -> (torch's function, what it computes). One table: the constructors
+# (`tc.exp`, ...), their docstrings and docs/language.md's list are made from it.
+MATH = {
+    "exp": ("torch.exp", "e ** x"),
+    "exp2": ("torch.exp2", "2 ** x"),
+    "expm1": ("torch.expm1", "e ** x - 1, exact near 0"),
+    "log": ("torch.log", "the natural logarithm"),
+    "log2": ("torch.log2", "the base-2 logarithm"),
+    "log1p": ("torch.log1p", "log(1 + x), exact near 0"),
+    "sqrt": ("torch.sqrt", "the square root"),
+    "rsqrt": ("torch.rsqrt", "1 / sqrt(x)"),
+    "sigmoid": ("torch.sigmoid", "1 / (1 + e ** -x)"),
+    "silu": ("torch.nn.functional.silu", "x * sigmoid(x)"),
+    "tanh": ("torch.tanh", "the hyperbolic tangent"),
+    "erf": ("torch.erf", "the error function (exact GELU: 0.5 * x * (1 + erf(x / sqrt(2))))"),
+    "sin": ("torch.sin", "the sine (radians)"),
+    "cos": ("torch.cos", "the cosine (radians)"),
+    "abs": ("torch.abs", "|x|"),
+    "sign": ("torch.sign", "-1, 0 or 1 (0 for NaN, as torch)"),
+    "floor": ("torch.floor", "the largest whole number <= x"),
+    "ceil": ("torch.ceil", "the smallest whole number >= x"),
+    "trunc": ("torch.trunc", "x rounded toward zero"),
+    "round": ("torch.round", "x rounded to the nearest whole number, halves to even"),
+}
+KEEPS_INT = ("abs", "sign", "floor", "ceil", "trunc", "round")  # of an integer: its own type (torch's)
 
 
 class Expr:
@@ -39,6 +65,8 @@ class Expr:
     def __rfloordiv__(self, o): return Binary("//", o, self)
     def __mod__(self, o): return Binary("%", self, o)
     def __rmod__(self, o): return Binary("%", o, self)
+    def __pow__(self, o): return Binary("**", self, o)
+    def __rpow__(self, o): return Binary("**", o, self)
     def __neg__(self): return Unary("-", self)
     def __abs__(self): return Call("abs", (self,))
     # comparisons (== and != are methods, so expressions stay hashable)
@@ -93,18 +121,16 @@ class Expr:
     def __int__(self): self._no_number("int()")
     def __index__(self): self._no_number("an integer value (int(), range(), a list index)")
     def __complex__(self): self._no_number("complex()")
-    def __round__(self, ndigits=None): self._no_number("round()")
-    def __trunc__(self): self._no_number("math.trunc()")
-    def __floor__(self): self._no_number("math.floor() (for integers, use // )")
-    def __ceil__(self): self._no_number("math.ceil()")
+    # Python's rounding functions build tilec's (round(x) is tc.round(x), halves to even in both)
+    def __round__(self, ndigits=None):
+        if ndigits is not None:
+            raise ArgumentError(f"round({self}, {ndigits!r}): tilec rounds to whole numbers only; scale first: "
+                                f"tc.round(x * 100.0) / 100.0")
+        return Call("round", (self,))
 
-    def __pow__(self, o):
-        raise ArgumentError(f"{self} ** {show(o)}: tilec has no power operator; multiply (x * x) for a small "
-                            f"integer power, or use tc.sqrt / tc.rsqrt / tc.exp(n * tc.log(x)) for x > 0")
-
-    def __rpow__(self, o):
-        raise ArgumentError(f"{show(o)} ** {self}: tilec has no power operator; use tc.exp({self} * math.log(b)) "
-                            f"for a constant base b > 0")
+    def __trunc__(self): return Call("trunc", (self,))
+    def __floor__(self): return Call("floor", (self,))
+    def __ceil__(self): return Call("ceil", (self,))
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
@@ -142,20 +168,23 @@ class Expr:
         return ()
 
 
-_TC_FUNCTIONS = ("tc.exp, tc.log, tc.sqrt, tc.rsqrt, tc.sigmoid, tc.silu, tc.tanh, tc.abs, tc.maximum, "
-                 "tc.minimum, tc.where, tc.sum, tc.max, tc.min")
-# the tilec function for a torch or numpy function of that name
-_TC_NAME = {"exp": "tc.exp", "log": "tc.log", "sqrt": "tc.sqrt", "rsqrt": "tc.rsqrt", "sigmoid": "tc.sigmoid",
-            "expit": "tc.sigmoid", "silu": "tc.silu", "tanh": "tc.tanh", "abs": "tc.abs", "absolute": "tc.abs",
+_TC_FUNCTIONS = ("tc.exp, tc.log, tc.sqrt, tc.sin, tc.erf and the other math functions of docs/language.md, "
+                 "tc.pow (**), tc.clamp, tc.maximum, tc.minimum, tc.where, tc.sum, tc.max, tc.min")
+# the tilec function for a torch or numpy function of that name (the math functions are added below, from MATH)
+_TC_NAME = {"expit": "tc.sigmoid", "absolute": "tc.abs", "rint": "tc.round", "power": "tc.pow (or **)",
+            "pow": "tc.pow (or **)", "float_power": "tc.pow (or **)", "erf": "tc.erf",
             "fabs": "tc.abs", "maximum": "tc.maximum", "fmax": "tc.maximum", "minimum": "tc.minimum",
             "fmin": "tc.minimum", "where": "tc.where", "sum": "tc.sum(x, axis=k)", "amax": "tc.max(x, axis=k)",
             "max": "tc.max(x, axis=k) (over a reduce axis) or tc.maximum(a, b) (of two values)",
             "amin": "tc.min(x, axis=k)",
             "min": "tc.min(x, axis=k) (over a reduce axis) or tc.minimum(a, b) (of two values)",
-            "relu": "tc.maximum(x, 0.0)", "clamp": "tc.minimum(tc.maximum(x, lo), hi)",
-            "clip": "tc.minimum(tc.maximum(x, lo), hi)", "square": "x * x", "reciprocal": "1.0 / x",
+            "relu": "tc.maximum(x, 0.0)", "clamp": "tc.clamp(x, lo, hi)",
+            "clip": "tc.clamp(x, lo, hi)", "square": "x * x", "reciprocal": "1.0 / x",
             "neg": "-x", "negative": "-x", "mul": "*", "multiply": "*", "add": "+", "sub": "-", "subtract": "-",
             "div": "/", "divide": "/", "true_divide": "/"}
+
+
+_TC_NAME.update({fn: f"tc.{fn}" for fn in MATH})
 
 
 class _NoMethod(ArgumentError, AttributeError):
@@ -185,7 +214,7 @@ def _numpy_operators():
              "less": operator.lt, "less_equal": operator.le, "greater": operator.gt, "greater_equal": operator.ge,
              "bitwise_and": operator.and_, "bitwise_or": operator.or_, "bitwise_xor": operator.xor,
              "left_shift": operator.lshift, "right_shift": operator.rshift, "invert": operator.invert,
-             "negative": operator.neg,
+             "negative": operator.neg, "power": operator.pow,
              "equal": lambda a, b: as_expr(a).eq(b), "not_equal": lambda a, b: as_expr(a).ne(b)}
     return table
 
@@ -316,7 +345,7 @@ class Load(Expr):
 _CMP = ("<", "<=", ">", ">=", "==", "!=")
 _BITWISE = ("&", "|", "^")
 _SHIFTS = ("<<", ">>")
-INT_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64, "uint8": 8}  # an integer dtype's width
+INT_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64, "uint8": 8, "uint16": 16}  # an integer dtype's width
 
 
 def _weak_python_int(x: Expr) -> Expr:
@@ -333,9 +362,21 @@ def _wrap_int(c: Const, dtype: str) -> Const:
     (`x << 257` on an int8 x shifts by 1): two's complement, wrapped to the type's width."""
     bits = INT_BITS[dtype]
     v = int(c.value) % (1 << bits)
-    if dtype != "uint8" and v >= 1 << (bits - 1):
+    if dtype not in UNSIGNED and v >= 1 << (bits - 1):
         v -= 1 << bits
     return c if v == c.value else Const(v, "int32")
+
+
+def _check_pow(a: Expr, b: Expr) -> None:
+    """`a ** b` as torch takes it: no bools; of two integers, a constant exponent >= 0."""
+    if "bool" in (a.dtype, b.dtype):
+        raise ArgumentError(f"({a} ** {b}): a power of or by a bool value is not supported; convert it first "
+                            f"(x.astype('float32'))")
+    if not is_float(_promote(a, b)):
+        if not (isinstance(b, Const) and type(b.value) is int and b.value >= 0):
+            raise ArgumentError(f"({a} ** {b}): an integer power needs a constant exponent >= 0 (torch refuses "
+                                f"negative ones); for a computed exponent convert the base to float first "
+                                f"(x.astype('float32') ** y)")
 
 
 class Binary(Expr):
@@ -358,6 +399,8 @@ class Binary(Expr):
         if op in _SHIFTS and _promote(self.a, self.b) == "bool":
             raise ArgumentError(f"({self.a} {op} {self.b}): {op} needs integer operands (as in torch, which has no "
                                 f"shift of bools), got bool and bool; convert one first (x.astype('int32'))")
+        if op == "**":
+            _check_pow(self.a, self.b)
         if op in _CMP:
             self.dtype = "bool"
         elif op == "/":
@@ -408,22 +451,52 @@ class Unary(Expr):
         return f"{self.op}{self.a}"
 
 
-MATH = ("exp", "log", "sqrt", "rsqrt", "sigmoid", "silu", "tanh", "abs")
 
 
 class Call(Expr):
-    """A math function of one value: exp, log, sqrt, rsqrt, sigmoid, silu, tanh, abs."""
+    """A math function of one value (`MATH`): exp, log, sin, erf, floor, ..."""
 
     def __init__(self, fn: str, args: Sequence):
         self.fn, self.args = fn, tuple(as_expr(a) for a in args)
         d = self.args[0].dtype
-        self.dtype = d if (is_float(d) or fn == "abs") else "float32"
+        if d == "bool":
+            raise ArgumentError(f"{fn}({self.args[0]}): {fn} of a bool value is not supported (as in torch); "
+                                f"convert it first: {fn}(x.astype('float32'))")
+        self.dtype = d if (is_float(d) or fn in KEEPS_INT) else "float32"
+        self.weak = self.args[0].weak and fn in KEEPS_INT
 
     def children(self):
         return self.args
 
     def __repr__(self):
         return f"{self.fn}({', '.join(map(str, self.args))})"
+
+
+RANDOM = {
+    "rand": ("float32", "uniform in [0, 1): Triton's tl.rand"),
+    "randn": ("float32", "standard normal (Box-Muller of two uniforms): Triton's tl.randn"),
+    "randint": ("int64", "32 random bits, in [0, 2**32): Triton's tl.randint"),
+}
+
+
+class Random(Expr):
+    """`tc.rand/randn/randint(seed, offset)`: Philox 4x32 (10 rounds) of two integers, Triton's counter-based
+    generator. A pure function of (seed, offset): the same value in every schedule, on the GPU and in the
+    interpreter (randn up to its float math), recomputed anywhere without state."""
+
+    def __init__(self, kind: str, seed, offset):
+        self.kind, self.seed, self.offset = kind, as_expr(seed), as_expr(offset)
+        for what, x in (("seed", self.seed), ("offset", self.offset)):
+            if is_float(x.dtype) or x.dtype == "bool":
+                raise ArgumentError(f"tc.{kind}({self.seed}, {self.offset}): the {what} must be an integer, got "
+                                    f"{x.dtype} {x}; e.g. tc.{kind}(seed[0], i * N + j) with seed an int64 input")
+        self.dtype = RANDOM[kind][0]
+
+    def children(self):
+        return (self.seed, self.offset)
+
+    def __repr__(self):
+        return f"{self.kind}({self.seed}, {self.offset})"
 
 
 class Where(Expr):
@@ -652,9 +725,9 @@ def check_extent(extent, what: str) -> Expr:
             raise ArgumentError(f"{what}: expected a positive int or a size variable, got {extent}")
         return Const(extent, "int32")
     for node in walk(extent):
-        if isinstance(node, (Load, IterVar, Reduce)):
+        if isinstance(node, (Load, IterVar, Reduce, Random, Call)):
             raise ArgumentError(f"{what}: an extent may only use sizes and ints, got {extent}")
-        if isinstance(node, (Binary, Unary)) and node.op in (*_BITWISE, *_SHIFTS, "~"):
+        if isinstance(node, (Binary, Unary)) and node.op in (*_BITWISE, *_SHIFTS, "~", "**"):
             raise ArgumentError(f"{what}: an extent may use +, -, *, // and % of sizes and ints, got {extent}; bit "
                                 f"operations are not affine, and isl reads affine extents (M // 2, not M >> 1)")
     if extent.dtype not in ("int32", "int64"):
@@ -720,11 +793,9 @@ min.__doc__ = _REDUCE_DOC.format(what="Minimum", name="min", extra=" A NaN in `e
                                  "torch's amin.")
 
 
-_CALL_DOC = """Elementwise {fn} of one value: `tc.{fn}(X[i, j])`.
+_CALL_DOC = """Elementwise {fn} of one value: `tc.{fn}(X[i, j])`, as `{torch}`: {what}.
 
-    It computes in floating point: an integer argument is converted to float32{keep}; a float16,
-    bfloat16 or float8 value computes in float32 between rounding points. The result has the argument's
-    type (float32 for an integer argument{keep_int}).
+    {kind}; a float16, bfloat16 or float8 value computes in float32 between rounding points.
 
     Args:
         x: an expression, or a number.
@@ -733,7 +804,7 @@ _CALL_DOC = """Elementwise {fn} of one value: `tc.{fn}(X[i, j])`.
         The expression `{fn}(x)`.
 
     Raises:
-        ArgumentError: `x` is neither an expression nor a number.
+        ArgumentError: `x` is neither an expression nor a number, or is a bool.
 
     Example:
         >>> Z = tc.compute((M, K), lambda i, kk: tc.{fn}(A[i, kk]), name="Z")
@@ -741,18 +812,120 @@ _CALL_DOC = """Elementwise {fn} of one value: `tc.{fn}(X[i, j])`.
         {fn}(A[i, kk])
     """
 
+_KIND = {True: "Of an integer argument the result is the argument itself, of its type (as torch)",
+         False: "It computes in floating point (an integer argument is converted to float32, the result's type)"}
+
 
 def _call(fn):
     def make(x: Expr | float) -> Expr:
         return Call(fn, (x,))
     make.__name__ = make.__qualname__ = fn
-    make.__doc__ = _CALL_DOC.format(fn=fn, keep=" (abs keeps the integer type)" if fn == "abs" else "",
-                                    keep_int=", except for abs" if fn == "abs" else "")
+    torch_name, what = MATH[fn]
+    kind = _KIND[fn in KEEPS_INT] if fn != "abs" else "Of an integer argument the result keeps its type (as torch)"
+    make.__doc__ = _CALL_DOC.format(fn=fn, torch=torch_name, what=what, kind=kind)
     return make
 
 
-exp, log, sqrt, rsqrt, sigmoid, silu, tanh = (_call(f) for f in MATH[:7])
-abs = _call("abs")  # noqa: A001
+exp, exp2, expm1, log, log2, log1p, sqrt, rsqrt, sigmoid, silu, tanh, erf, sin, cos = (
+    _call(f) for f in ("exp", "exp2", "expm1", "log", "log2", "log1p", "sqrt", "rsqrt", "sigmoid", "silu", "tanh",
+                       "erf", "sin", "cos"))
+abs, sign, floor, ceil, trunc, round = (_call(f) for f in KEEPS_INT)  # noqa: A001
+
+
+def pow(a: Expr | float, b: Expr | float) -> Expr:  # noqa: A001
+    """`a ** b` elementwise, as `torch.pow` (also written `X[i] ** 2`).
+
+    The type follows torch's promotion. Of floats it is C's pow: a negative base with a fractional exponent is
+    NaN, `pow(x, 0)` and `pow(1, y)` are 1 even for NaN; the exponents 2, 3, 0.5, -0.5, -1 and -2 compute as
+    torch's own shortcuts do (x * x, sqrt(x), ...). Of integers the exponent must be a constant >= 0 (torch
+    refuses negative ones); the product wraps around as torch's does.
+
+    Args:
+        a: the base, an expression or a number.
+        b: the exponent, an expression or a number.
+
+    Returns:
+        The expression `(a ** b)`.
+
+    Raises:
+        ArgumentError: an operand is neither an expression nor a number, is a bool, or both are integers and
+            the exponent is not a constant >= 0.
+
+    Example:
+        >>> P = tc.compute((M, K), lambda i, kk: A[i, kk] ** 2 + tc.pow(2.0, A[i, kk]), name="P")
+        >>> P.body
+        ((A[i, kk] ** 2) + (2.0 ** A[i, kk]))
+    """
+    return Binary("**", a, b)
+
+
+def clamp(x: Expr | float, min: Expr | float | None = None, max: Expr | float | None = None) -> Expr:  # noqa: A002
+    """`x` clamped to [min, max], as `torch.clamp`: `minimum(maximum(x, min), max)`.
+
+    A NaN in `x` or a bound gives NaN (as torch); where min > max the result is max. The type is the promotion
+    of the three (a Python number does not widen a tensor's type).
+
+    Args:
+        x: an expression or a number.
+        min: the lower bound (an expression or a number), or None for none.
+        max: the upper bound, or None for none.
+
+    Returns:
+        The expression.
+
+    Raises:
+        ArgumentError: both bounds are None, or an operand is neither an expression nor a number.
+
+    Example:
+        >>> R = tc.compute((M, K), lambda i, kk: tc.clamp(A[i, kk], 0.0, 6.0), name="R")  # ReLU6
+        >>> R.body
+        minimum(maximum(A[i, kk], 0.0), 6.0)
+    """
+    if min is None and max is None:
+        raise ArgumentError(f"tc.clamp({x}): give min, max or both (as torch.clamp)")
+    out = as_expr(x)
+    if min is not None:
+        out = Binary("max", out, min)
+    if max is not None:
+        out = Binary("min", out, max)
+    return out
+
+
+_RANDOM_DOC = """Random numbers, {what}, at `offset` of the stream `seed`: `tc.{kind}(seed, offset)`.
+
+    Philox 4x32 with 10 rounds (Triton's generator): counter-based, so the value is a pure function of the two
+    integers. Give each element its own offset (`i * N + j`) and the same seed: any schedule, tile or device
+    draws the same numbers (randn's float math aside), and a recomputed value (a halo, an inlined stage) is
+    the same value. The seed is any integer expression, e.g. `seed[0]` of an int64 input of one element, so
+    that a new seed needs no new kernel; offsets must be >= 0 (an int64 offset past 2**31 draws from another
+    counter word, as Triton's).
+
+    Args:
+        seed: an integer expression or int.
+        offset: an integer expression or int, >= 0.
+
+    Returns:
+        The expression, of type {dtype}.
+
+    Raises:
+        ArgumentError: seed or offset is not an integer.
+
+    Example:
+        >>> S = tc.placeholder((1,), "int64", name="S")
+        >>> D = tc.compute((M, K), lambda i, kk: tc.where(tc.{kind}(S[0], i * K + kk) > 0.5, A[i, kk], 0.0),
+        ...                name="D")
+    """
+
+
+def _random(kind):
+    def make(seed: Expr | int, offset: Expr | int) -> Expr:
+        return Random(kind, seed, offset)
+    make.__name__ = make.__qualname__ = kind
+    make.__doc__ = _RANDOM_DOC.format(kind=kind, what=RANDOM[kind][1], dtype=RANDOM[kind][0])
+    return make
+
+
+rand, randn, randint = (_random(k) for k in RANDOM)
 
 
 def maximum(a: Expr | float, b: Expr | float) -> Expr:
@@ -845,6 +1018,8 @@ def substitute(expr: Expr, fn) -> Expr:
         return Call(expr.fn, [substitute(a, fn) for a in expr.args])
     if isinstance(expr, Where):
         return Where(substitute(expr.cond, fn), substitute(expr.a, fn), substitute(expr.b, fn))
+    if isinstance(expr, Random):
+        return Random(expr.kind, substitute(expr.seed, fn), substitute(expr.offset, fn))
     if isinstance(expr, Cast):
         return Cast(substitute(expr.a, fn), expr.dtype)
     if isinstance(expr, Reduce):

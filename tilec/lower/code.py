@@ -15,7 +15,7 @@ Nodes:
   (index terms added, masks and-ed, left to right: one flat chain);
 - `Call(fn, args, kw)`: an intrinsic by its tilec name (`INTRINSICS`), `Cast` (convert, any operand),
   `To` (convert a tensor), `Expand` (new unit dimensions: `pattern` True keeps a dimension, False
-  inserts one), `Tanh` and `Fmod` (whose form differs per target).
+  inserts one), `Tanh`, `Fmod` and `Libm` (whose form differs per target).
 
 `walk(e)` yields every node; `names_read(e)` the variables it reads; `rename(e, mapping)` renames them
 (the one place a pass renames values: sub-tiles, compute_with).
@@ -39,10 +39,12 @@ INTRINSICS = {
     "maximum": "maximum(a, b); nan=True: NaN if either is (torch's)",
     "minimum": "minimum(a, b); nan=True: NaN if either is",
     "exp": "exp(x)", "log": "log(x)", "sqrt": "sqrt(x)", "rsqrt": "rsqrt(x)", "abs": "abs(x)",
-    "sigmoid": "sigmoid(x)", "floor": "floor(x)",
+    "sigmoid": "sigmoid(x)", "floor": "floor(x)", "ceil": "ceil(x)", "exp2": "exp2(x)", "log2": "log2(x)",
     "sum": "sum(x, axis=d)", "max": "max(x, axis=d)", "min": "min(x, axis=d)",
     "reduce": "reduce(x, axis=d, op='max' | 'min'): a max or min that keeps NaN (torch's amax / amin)",
     "cdiv": "cdiv(a, b): ceil(a / b) of non-negative ints",
+    "rand": "rand(seed, offset): Philox uniform in [0, 1)", "randn": "randn(seed, offset): Philox normal",
+    "randint": "randint(seed, offset): Philox 32 random bits (unsigned)",
 }
 
 # Python's binding of the infix operators (both printers write Python syntax): higher binds tighter
@@ -204,6 +206,24 @@ class Fmod(Ex):
 
     a: Ex
     b: Ex
+
+
+# libdevice's functions that a `Libm` names: the GPU's precise ones, torch's semantics
+LIBM = {"erf": "erf(x)", "sin": "sin(x)", "cos": "cos(x)", "log1p": "log(1 + x), exact near 0",
+        "expm1": "exp(x) - 1, exact near 0", "pow": "pow(a, b): C's", "rint": "x rounded to a whole number, halves to even"}
+
+
+@dataclass(frozen=True)
+class Libm(Ex):
+    """A math function (`LIBM`) whose precise form is libdevice's: there on the GPU; the interpreter has no
+    libdevice, so there numpy's (through tl) or a helper written with tl (triton_printer.py's HELPERS)."""
+
+    fn: str
+    args: tuple
+
+    def __post_init__(self):
+        if self.fn not in LIBM:
+            raise ValueError(f"not a LIBM function of the kernel IR: {self.fn!r}")
 
 
 def call(fn: str, *args, **kw) -> Call:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from tilec.lower import code as c
 from tilec.lower.triton_printer import DOT, num
 
-_SPELL = {"maximum": "max", "minimum": "min"}
+_SPELL = {"maximum": "max", "minimum": "min", "rint": "round"}
 
 
 class NestPrinter:
@@ -54,6 +54,8 @@ class NestPrinter:
             return f"{_SPELL.get(e.fn, e.fn)}({', '.join(self.ex(a) for a in e.args)})"
         if isinstance(e, c.Tanh):
             return f"tanh({self.ex(e.x)})"
+        if isinstance(e, c.Libm):
+            return f"{_SPELL.get(e.fn, e.fn)}({', '.join(self.ex(a) for a in e.args)})"
         if isinstance(e, c.Fmod):
             return f"fmod({self.ex(e.a)}, {self.ex(e.b)})"
         raise TypeError(f"not an expression of the kernel IR: {e!r}")

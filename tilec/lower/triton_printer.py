@@ -56,9 +56,44 @@ HELPERS[TO_E5M2] = (
     "    inf = tl.where(x > 0, 0x7C, 0xFC).to(tl.uint8)\n"
     "    return tl.where(tl.abs(x) >= 61440.0, inf, bits).to(tl.float8e5, bitcast=True)\n")
 
+# The interpreter has no libdevice: where tl has no function of numpy's precision (erf, sin and cos it has),
+# a `Libm` is this helper there, written with tl from the textbook identities
+LIBM_HELPERS = {
+    "log1p": ("_log1p", "@triton.jit\ndef _log1p(x):\n"
+              "    # log(1 + x), exact near 0 (libdevice's on the GPU): log(u) * x / (u - 1) for u = 1 + x rounded\n"
+              "    u = 1.0 + x\n"
+              "    d = u - 1.0\n"
+              "    return tl.where((d == 0.0) | (u == float(\"inf\")), x, tl.log(u) * (x / d))\n"),
+    "expm1": ("_expm1", "@triton.jit\ndef _expm1(x):\n"
+              "    # exp(x) - 1, exact near 0 (libdevice's on the GPU): (u - 1) * x / log(u) for u = exp(x) rounded\n"
+              "    u = tl.exp(x)\n"
+              "    d = u - 1.0\n"
+              "    exact = (d == -1.0) | (u == float(\"inf\"))\n"
+              "    return tl.where(d == 0.0, x, tl.where(exact, d, d * (x / tl.log(u))))\n"),
+    "pow": ("_pow", "@triton.jit\ndef _pow(a, b):\n"
+            "    # C's pow (libdevice's on the GPU, torch.pow): |a| ** b, negative for a negative base (-0 too) and an\n"
+            "    # odd whole exponent, NaN for a finite negative base and a fraction; pow(a, 0) = pow(1, b) =\n"
+            "    # pow(-1, +-inf) = 1\n"
+            "    m = tl.exp2(b * tl.log2(tl.abs(a)))\n"
+            "    whole = tl.floor(b) == b\n"
+            "    odd = whole & (tl.floor(b * 0.5) != b * 0.5)\n"
+            "    neg = (a < 0.0) | ((a == 0.0) & (1.0 / a < 0.0))\n"
+            "    r = tl.where(neg & odd, -m, m)\n"
+            "    r = tl.where((a < 0.0) & (a > float(\"-inf\")) & ~whole, float(\"nan\"), r)\n"
+            "    one = (b == 0.0) | (a == 1.0) | ((tl.abs(a) == 1.0) & (tl.abs(b) == float(\"inf\")))\n"
+            "    return tl.where(one, 1.0, r)\n"),
+    "rint": ("_rint", "@triton.jit\ndef _rint(x):\n"
+             "    # x rounded to a whole number, halves to even (libdevice's rint on the GPU, torch.round)\n"
+             "    f = tl.floor(x)\n"
+             "    d = x - f\n"
+             "    up = (d > 0.5) | ((d == 0.5) & (tl.floor(f * 0.5) * 2.0 != f))\n"
+             "    return tl.where(up, f + 1.0, f)\n"),
+}
+HELPERS.update({name: text for name, text in LIBM_HELPERS.values()})
+
 DOT = "tl.dot"  # the matrix product a `Dot` statement is (the nest names it too)
 _PLAIN = {"zeros_like", "broadcast_to", "trans", "permute", "where", "exp", "log", "sqrt", "rsqrt", "abs",
-          "sigmoid", "floor", "cdiv", "arange", "full", "zeros", "maximum", "minimum"}
+          "sigmoid", "floor", "ceil", "exp2", "log2", "cdiv", "rand", "randn", "randint", "arange", "full", "zeros", "maximum", "minimum"}
 
 
 def tname(dtype: str) -> str:
@@ -139,6 +174,11 @@ class Printer:
             if self.form.target == "cuda":
                 return f"libdevice.tanh({x})"
             return f"tl.where({x} >= 0, 1.0, -1.0) * (1.0 - {e.e}) / (1.0 + {e.e})"
+        if isinstance(e, c.Libm):
+            args = ", ".join(self.ex(a) for a in e.args)
+            if self.form.target == "cuda":
+                return f"libdevice.{e.fn}({args})"
+            return f"{LIBM_HELPERS[e.fn][0]}({args})" if e.fn in LIBM_HELPERS else f"tl.{e.fn}({args})"
         if isinstance(e, c.Fmod):
             if self.form.target == "cuda":
                 return f"libdevice.fmod({self.ex(e.a)}, {self.ex(e.b)})"
@@ -276,22 +316,24 @@ def render_triton(kernel, form: Form = CUDA) -> str:
 
 def helpers(kernels, form: Form = CUDA) -> list[str]:
     """The HELPERS that the kernels call in this form (a max or min reduction that keeps NaN, the GPU's
-    float8_e5m2 conversion), in a fixed order."""
+    float8_e5m2 conversion, the interpreter's forms of libdevice functions), in a fixed order."""
     from tilec.lower.nest import expressions
 
     found = [e for k in kernels for e in expressions(k.body)]
     ops = {e.attr("op") for e in found if isinstance(e, c.Call) and e.fn == "reduce"}
     names = {NAN_COMBINE[op] for op in ops}
+    if form.target != "cuda":
+        names |= {LIBM_HELPERS[e.fn][0] for e in found if isinstance(e, c.Libm) and e.fn in LIBM_HELPERS}
     if form.target == "cuda" and any(isinstance(e, c.To) and e.dtype == "float8_e5m2" for e in found):
         names.add(TO_E5M2)
     return [HELPERS[name] for name in HELPERS if name in names]
 
 
 def uses_libdevice(kernel, form: Form) -> bool:
-    """Whether the kernel in this form calls libdevice (tanh and fmod on the GPU)."""
+    """Whether the kernel in this form calls libdevice (tanh, fmod and the `Libm` functions on the GPU)."""
     from tilec.lower.nest import expressions
 
-    return form.target == "cuda" and any(isinstance(e, (c.Tanh, c.Fmod)) for e in expressions(kernel.body))
+    return form.target == "cuda" and any(isinstance(e, (c.Tanh, c.Fmod, c.Libm)) for e in expressions(kernel.body))
 
 
 def module(kernels, form: Form = CUDA) -> str:

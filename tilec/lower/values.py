@@ -17,6 +17,7 @@ from tilec.errors import LoweringError
 from tilec.ir import dtypes
 from tilec.ir.expr import (
     INT_BITS,
+    KEEPS_INT,
     Binary,
     Call,
     Cast,
@@ -24,6 +25,7 @@ from tilec.ir.expr import (
     Expr,
     IterVar,
     Load,
+    Random,
     Reduce,
     SizeVar,
     Unary,
@@ -79,11 +81,26 @@ def _nonnegative(e: Expr) -> bool:
     """Index arithmetic on axes, sizes and non-negative ints (no loads, no subtraction): `//` and `%`
     truncate and floor alike there, so the plain operators serve."""
     for n in walk(e):
-        if isinstance(n, (Load, Unary, Call, Where, Cast)) or (isinstance(n, Binary) and n.op == "-"):
+        if isinstance(n, (Load, Unary, Call, Where, Cast, Random)) or (isinstance(n, Binary) and n.op == "-"):
             return False
         if isinstance(n, Const) and (not isinstance(n.value, int) or n.value < 0):
             return False
     return True
+
+
+_NARROW = ("int8", "int16", "uint8", "uint16")  # computed in int32 between rounding points (dtypes.compute_dtype)
+
+
+def _may_leave_type(e: Expr) -> bool:
+    """An operation of a narrow integer type whose int32 result can leave that type's range (a sum, a product, a
+    negation, a left shift, `~` of an unsigned value, -128 // -1, abs(-128)): torch's result wraps around there."""
+    if e.dtype not in _NARROW:
+        return False
+    if isinstance(e, Binary):
+        return e.op in ("+", "-", "*", "//", "<<", "**")
+    if isinstance(e, Unary):
+        return True
+    return isinstance(e, Call) and e.fn == "abs"
 
 
 def tensor0d(code: c.Ex, dtype: str) -> c.Ex:
@@ -177,6 +194,18 @@ class ValueEmitter:
 
     # -- expressions ----------------------------------------------------------------------------
     def emit(self, e: Expr, st: Stage, loads: dict) -> Val:
+        """The value of `e` in stage `st` (`loads`: the tiles already loaded)."""
+        v = self.emit_node(e, st, loads)
+        if _may_leave_type(e) and not self.is_scalar(v.code):
+            return self.wrap(v, e.dtype)
+        return v
+
+    def wrap(self, v: Val, dtype: str) -> Val:
+        """`v`, a narrow integer computed in int32, brought back into its type `dtype` (wrapped around, as torch's
+        result of that type is), still in int32."""
+        return Val(c.To(c.To(v.code, dtype), v.dtype), v.dims, v.dtype)
+
+    def emit_node(self, e: Expr, st: Stage, loads: dict) -> Val:
         env = self.env[st.name]
         if isinstance(e, Const):
             if e.dtype == "bool":
@@ -205,20 +234,14 @@ class ValueEmitter:
                 return Val(c.BinOp("==", v.code, c.Num(0)), v.dims, "bool")  # comparison) is bitwise, -1
             return Val(c.UnaryOp(e.op, v.code), v.dims, v.dtype)
         if isinstance(e, Call):
-            v = self.emit(e.args[0], st, loads)
-            if not dtypes.is_float(v.dtype) and e.fn != "abs":
-                v = Val(c.Cast(v.code, "float32"), v.dims, "float32")
-            if e.fn == "silu":
-                if not _is_name(v.code):
-                    v = Val(self.emit_stmt("x", v.code), v.dims, v.dtype)
-                return Val(c.BinOp("*", v.code, c.call("sigmoid", v.code)), v.dims, v.dtype)
-            if e.fn == "tanh":
-                if not _is_name(v.code):
-                    v = Val(self.emit_stmt("x", v.code), v.dims, v.dtype)
-                e_name = self.fresh("e")  # the interpreter form computes exp(-2|x|) here (triton_printer.py)
-                self.stmts.append(TanhExp(e_name, v.code))
-                return Val(c.Tanh(v.code, e_name), v.dims, v.dtype)
-            return Val(c.call(e.fn, v.code), v.dims, v.dtype)
+            return self.math(e.fn, self.emit(e.args[0], st, loads))
+        if isinstance(e, Random):
+            seed, offset = (self.emit(x, st, loads) for x in (e.seed, e.offset))
+            offset = self.as_tensor_of(offset, "int64" if offset.dtype == "int64" else "int32")
+            bits = self.combine(lambda sd, off: c.call(e.kind, sd, off), [seed, offset], e.dtype)
+            if e.kind == "randint":  # unsigned 32 bits: widened to int64 without a sign
+                return Val(c.To(bits.code, "int64"), bits.dims, "int64")
+            return bits
         if isinstance(e, Where):
             if self.fold and repr(e.cond) in self.fold:  # known true here (an online loop's unmasked tiles)
                 return self.emit(e.a, st, loads)
@@ -239,6 +262,8 @@ class ValueEmitter:
                 return self.floor_divmod(e.op, a, b)
             if e.op in ("<<", ">>"):
                 return self.shift(e.op, a, b, e.dtype)
+            if e.op == "**":
+                return self.power(a, b, e.dtype)
             dtype = "bool" if e.op in c.CMP else dtypes.promote(a.dtype, b.dtype)
             if e.op == "cdiv":
                 return self.combine(lambda x, y: c.call("cdiv", x, y), [a, b], dtype)
@@ -246,6 +271,73 @@ class ValueEmitter:
         if isinstance(e, Reduce):
             raise LoweringError(f"{st.name}: a reduction can only be the whole body of a compute")
         raise LoweringError(f"cannot lower expression {e}")
+
+    def named(self, v: Val, hint: str = "x") -> Val:
+        """`v` as one name (a temporary where it is an expression), to be used more than once."""
+        return v if _is_name(v.code) else Val(self.emit_stmt(hint, v.code), v.dims, v.dtype)
+
+    def math(self, fn: str, v: Val) -> Val:
+        """A math function of one value (`tilec.ir.expr.MATH`) as torch computes it: of an integer, floor, ceil,
+        trunc and round are the value itself, abs and sign keep its type, the others compute in float32."""
+        if not dtypes.is_float(v.dtype):
+            if fn in ("floor", "ceil", "trunc", "round"):
+                return v
+            if fn not in KEEPS_INT:
+                v = Val(c.Cast(v.code, "float32"), v.dims, "float32")
+        if fn == "silu":
+            v = self.named(v)
+            return Val(c.BinOp("*", v.code, c.call("sigmoid", v.code)), v.dims, v.dtype)
+        if fn == "tanh":
+            v = self.named(v)
+            e_name = self.fresh("e")  # the interpreter form computes exp(-2|x|) here (triton_printer.py)
+            self.stmts.append(TanhExp(e_name, v.code))
+            return Val(c.Tanh(v.code, e_name), v.dims, v.dtype)
+        if fn == "sign":  # (x > 0) - (x < 0): 0 for NaN and both zeros, as torch
+            x = self.named(self.as_tensor_of(v, v.dtype)).code
+            return Val(c.BinOp("-", c.To(c.BinOp(">", x, c.Num(0)), v.dtype), c.To(c.BinOp("<", x, c.Num(0)), v.dtype)),
+                       v.dims, v.dtype)
+        if fn == "trunc":
+            x = self.named(v).code
+            return Val(_where(c.BinOp("<", x, c.Num(0)), c.call("ceil", x), c.call("floor", x)), v.dims, v.dtype)
+        libm = {"round": "rint", "erf": "erf", "sin": "sin", "cos": "cos", "log1p": "log1p", "expm1": "expm1"}
+        if fn in libm:
+            return Val(c.Libm(libm[fn], (self.as_tensor_of(v, v.dtype).code,)), v.dims, v.dtype)
+        return Val(c.call(fn, v.code), v.dims, v.dtype)
+
+    def power(self, a: Val, b: Val, dtype: str) -> Val:
+        """torch.pow of `a` and `b` (promoted to `dtype`). An integer power (its exponent a constant >= 0, checked at
+        definition) is a product, wrapped at the rounding point as torch's. Of floats, the exponents torch computes
+        by its own shortcuts are those (x * x, x * x * x, sqrt, rsqrt, 1 / x, 1 / (x * x)); any other is C's pow."""
+        v = b.code.value if isinstance(b.code, c.Num) else None
+        n = v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+        if not dtypes.is_float(dtype):
+            return self.product(a, int(n), dtypes.compute_dtype(dtype))
+        cd = dtypes.compute_dtype(dtype)
+        a = self.as_tensor_of(a, cd) if not dtypes.is_float(a.dtype) else a
+        if n in (0, 1, 2, 3):
+            return self.product(a, int(n), cd)
+        if n in (-1, -2):
+            return self.combine(lambda x: c.BinOp("/", c.Num(1.0), x), [self.product(a, -int(n), cd)], cd)
+        if n in (0.5, -0.5):
+            return self.combine(lambda x: c.call("sqrt" if n > 0 else "rsqrt", x), [a], cd)
+        a, b = self.as_tensor_of(a, cd), self.as_tensor_of(b, cd)
+        return self.combine(lambda x, y: c.Libm("pow", (x, y)), [a, b], cd)
+
+    def product(self, a: Val, n: int, dtype: str) -> Val:
+        """`a` multiplied by itself to the power n >= 0 (by squaring past 3; 1 for n = 0, NaN included, as torch)."""
+        if n == 0:
+            return Val(c.Num(1.0 if dtypes.is_float(dtype) else 1), (), dtype)
+        if n == 1:
+            return a
+        a = self.named(a)
+        if n <= 3:
+            code = a.code
+            for _ in range(n - 1):
+                code = c.BinOp("*", code, a.code)
+            return Val(code, a.dims, dtype)
+        half = self.named(self.product(a, n // 2, dtype), "p")
+        sq = Val(c.BinOp("*", half.code, half.code), a.dims, dtype)
+        return Val(c.BinOp("*", sq.code, a.code), a.dims, dtype) if n % 2 else sq
 
     def floor_divmod(self, op: str, a: Val, b: Val) -> Val:
         """Python/torch `//` and `%` (rounding toward minus infinity); the plain integer operators truncate."""
@@ -272,14 +364,14 @@ class ValueEmitter:
         """torch's `<<` and `>>` of integers of `dtype` (the promoted type, `INT_BITS` wide), computed in its compute
         type (int32 for the narrow ones, as all their arithmetic between rounding points). `>>` is arithmetic on
         signed values (Triton's `>>` of a signed int is). A shift by a negative amount or by the width or more,
-        undefined in C and in Triton, is what torch makes it: 0 for `<<` and for `>>` of uint8, and the sign
+        undefined in C and in Triton, is what torch makes it: 0 for `<<` and for `>>` of uint8 and uint16, and the sign
         (0 or -1) for `>>` of a signed value."""
         bits, cd = INT_BITS[dtype], dtypes.compute_dtype(dtype)
         top = INT_BITS[cd] - 1
         v = b.code.value if isinstance(b.code, c.Num) else None
         amount = int(v) if isinstance(v, int) else None  # a bool is an int: True shifts by 1
         a, b = (v if self.is_scalar(v.code) or v.dtype == cd else Val(c.To(v.code, cd), v.dims, cd) for v in (a, b))
-        if cd != dtype:  # int8/int16/uint8 run in int32 between rounding points: torch shifts values of the
+        if cd != dtype:  # int8/int16/uint8/uint16 run in int32 between rounding points: torch shifts values of the
             # narrow type, so an operand that may have left it ((x << 2) >> 2, ~x of uint8) is wrapped back first
             # (the left one of << needs no wrap: its low bits are the same either way)
             a, b = (v if self.is_scalar(v.code) or (v is a and op == "<<") else
@@ -287,7 +379,7 @@ class ValueEmitter:
         if amount is not None:  # a constant amount: decided here
             if 0 <= amount < bits:
                 return self.combine(lambda x: c.BinOp(op, x, c.Num(amount)), [a], cd)
-            if op == "<<" or dtype == "uint8":
+            if op == "<<" or dtype in dtypes.UNSIGNED:
                 return self.combine(lambda x: c.BinOp("*", x, c.Num(0)), [a], cd)
             return self.combine(lambda x: c.BinOp(">>", x, c.Num(top)), [a], cd)
         if not _is_name(b.code):  # used twice
@@ -295,7 +387,7 @@ class ValueEmitter:
 
         def ok(x, y):
             return c.BinOp("&", c.BinOp(">=", x, c.Num(0)), c.BinOp("<", y, c.Num(bits)))
-        if op == "<<" or dtype == "uint8":
+        if op == "<<" or dtype in dtypes.UNSIGNED:
             return self.combine(lambda b1, b2, a1, b3: _where(ok(b1, b2), c.BinOp(op, a1, b3), c.Num(0)),
                                 [b, b, a, b], cd)
         return self.combine(lambda a1, b1, b2, b3: c.BinOp(">>", a1, _where(ok(b1, b2), b3, c.Num(top))),
