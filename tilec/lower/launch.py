@@ -2,7 +2,7 @@
 
 `launch_source(program, inputs, outputs)` renders, after the `@triton.jit` kernels of `Program.source()`,
 a `launch(...)` function that does what `tilec.runtime.Kernel` does for a call (read the sizes from the
-inputs' shapes, check the facts the kernels were lowered under, allocate the outputs, the buffers between
+inputs' shapes as `bound_sizes` says, the one reading of them, check the facts the kernels were lowered under, allocate the outputs, the buffers between
 kernels and split_k's workspaces, compute each grid, pass strides, sizes and knob values, make tensor
 descriptors) and a `main()` that runs it on random inputs, so that `python <file>.py M=100 N=64` runs the
 kernels tilec wrote. tilec's own calls go through Kernel (checked arguments, cached launches); this text
@@ -56,14 +56,62 @@ def _torch_dtype(dtype: str) -> str:
     return f"torch.{dtype}"
 
 
-def bound_sizes(inputs: list[Tensor]) -> dict[str, tuple[str, int]]:
-    """Each size variable that is a plain dimension of an input: the first (input, dimension) holding it."""
-    sizes: dict[str, tuple[str, int]] = {}
+def _factors(e) -> list | None:
+    """The factors of a product of sizes and positive ints (`3 * C`, `NH * HS`), or None for anything else."""
+    if isinstance(e, SizeVar) or (isinstance(e, Const) and type(e.value) is int and e.value > 0):
+        return [e]
+    if isinstance(e, Binary) and e.op == "*":
+        a, b = _factors(e.a), _factors(e.b)
+        return None if a is None or b is None else a + b
+    return None
+
+
+def bound_sizes(inputs: list[Tensor]) -> dict[str, tuple[str, int, object]]:
+    """How each size is read from the inputs' shapes: name -> (input, dimension, divisor). A size that is a plain
+    dimension of an input is that dimension (divisor None, the first input holding it); a size that is the one
+    unknown factor of a dimension that is a product (`(B, T, 3 * C)`, `NH * HS` with HS read elsewhere) is that
+    dimension divided by the other factors (the divisor, an expression of ints and sizes read before it; the
+    shape check then refuses a dimension it does not divide). In reading order: a divisor uses earlier sizes."""
+    sizes: dict[str, tuple[str, int, object]] = {}
     for t in inputs:
         for d, e in enumerate(t.shape):
             if isinstance(e, SizeVar):
-                sizes.setdefault(e.name, (t.name, d))
+                sizes.setdefault(e.name, (t.name, d, None))
+    changed = True
+    while changed:
+        changed = False
+        for t in inputs:
+            for d, e in enumerate(t.shape):
+                factors = _factors(e)
+                if factors is None or len(factors) < 2:
+                    continue
+                unknown = [f for f in factors if isinstance(f, SizeVar) and f.name not in sizes]
+                if len(unknown) != 1 or sum(f is unknown[0] for f in factors) != 1:
+                    continue
+                others = [f for f in factors if f is not unknown[0]]
+                divisor = others[0]
+                for f in others[1:]:
+                    divisor = Binary("*", divisor, f)
+                sizes[unknown[0].name] = (t.name, d, divisor)
+                changed = True
     return sizes
+
+
+def read_sizes(inputs: list[Tensor], shapes: list) -> dict[str, int]:
+    """The sizes' values for inputs of these `shapes` (`bound_sizes`' reading; a divisor of 0 reads 0). The values
+    are the shapes' own (a torch.export trace's symbolic ints stay symbolic)."""
+    from tilec.ir.expr import evaluate
+
+    where = {t.name: n for n, t in enumerate(inputs)}
+    env: dict[str, int] = {}
+    for name, (t, d, divisor) in bound_sizes(inputs).items():
+        dim = shapes[where[t]][d]
+        if divisor is None:
+            env[name] = dim
+        else:
+            by = evaluate(divisor, env)
+            env[name] = 0 if isinstance(by, int) and by == 0 else dim // by
+    return env
 
 
 def launch_source(program, inputs: list[Tensor], outputs: list[Tensor],
@@ -119,8 +167,8 @@ def launch_source(program, inputs: list[Tensor], outputs: list[Tensor],
     lines.append(f'    """{doc}."""')
     lines.append(f"    _device = {in_names[0]}.device" if in_names else
                  "    _device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')")
-    for name, (t, d) in sizes.items():
-        lines.append(f"    {name} = {t}.shape[{d}]")
+    for name, (t, d, divisor) in sizes.items():
+        lines.append(f"    {name} = {t}.shape[{d}]" + ("" if divisor is None else f" // max({cfg(divisor)}, 1)"))
     for t in inputs:
         shape = tup([cfg(e) for e in t.shape])
         lines.append(f"    if tuple({t.name}.shape) != {shape} or {t.name}.dtype != {_torch_dtype(t.dtype)}:")

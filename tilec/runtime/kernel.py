@@ -22,7 +22,7 @@ import torch
 from tilec.errors import ArgumentError, LoweringError, TilecError
 from tilec.ir.expr import SizeVar, evaluate, size_text
 from tilec.ir.tensor import Tensor, sizes_of
-from tilec.lower.launch import bound_sizes, launch_source
+from tilec.lower.launch import bound_sizes, launch_source, read_sizes
 from tilec.lower.passes import log_names
 from tilec.lower.program import Program
 from tilec.plan.check import at_sizes
@@ -146,16 +146,13 @@ class Kernel:
         self.specialize = dict(self.program.specialize)
         self.config = dict(self.program.config)
         self.path: Path | None = None  # the kernel file the last call ran (a runnable module: `dump`)
-        self._sizes = {}
-        for t in self.inputs:
-            for d, e in enumerate(t.shape):
-                if isinstance(e, SizeVar):
-                    self._sizes.setdefault(e.name, (t, d))
+        self._sizes = bound_sizes(self.inputs)  # name -> (input, dimension, divisor): how a call reads it
         need = set(sizes_of(sched.tensors.values()))
         unbound = sorted(need - set(self._sizes))
         if unbound:
-            raise ArgumentError(f"build: size {', '.join(unbound)} appears in no input's shape as a plain "
-                                f"dimension, so it cannot be read from the tensors at call time")
+            raise ArgumentError(f"build: size {', '.join(unbound)} appears in no input's shape as a dimension (the "
+                                f"size itself, or a product of it with ints and sizes read from other dimensions, "
+                                f"such as 3 * C), so it cannot be read from the tensors at call time")
 
     def _program(self, int64: bool, descriptors: bool = True, assume: tuple = ()) -> Program:
         """The program in the form a call needs: int64 indices past 2**31 (then pointer loads), tensor
@@ -302,6 +299,11 @@ class Kernel:
         return graphed(self, *example_inputs, warmup=warmup, pool=pool)
 
     # -- call -----------------------------------------------------------------------------------
+    def read_sizes(self, tensors) -> dict[str, int]:
+        """The sizes these input tensors give (`tilec.lower.launch.bound_sizes`: a plain dimension, or a product's
+        one unknown factor), unchecked: `_bind` checks the shapes against them."""
+        return read_sizes(self.inputs, [x.shape for x in tensors])
+
     def _bind(self, tensors, check_device: bool = True, check_specialize: bool = True) -> dict[str, int]:
         """Check the input tensors and bind the sizes from their shapes. A custom op's fake implementation
         (tilec/runtime/custom_op.py) skips the device check (meta and fake tensors) and, for a Tuned, the
@@ -326,9 +328,7 @@ class Kernel:
             raise ArgumentError(f"tensors are on {device} but this kernel runs on {want} "
                                 f"({'a CUDA device' if want == 'cuda' else 'Triton interpreter, no CUDA device'}); "
                                 f"move them with .to({want!r})")
-        env: dict[str, int] = {}
-        for name, (t, d) in self._sizes.items():
-            env[name] = tensors[self.inputs.index(t)].shape[d]
+        env = self.read_sizes(tensors)
         for t, x in zip(self.inputs, tensors):
             want_shape = [evaluate(e, env) for e in t.shape]
             if list(x.shape) != want_shape:

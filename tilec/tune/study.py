@@ -309,6 +309,7 @@ class Tuned:
         self.kernels: dict[str, Kernel] = kernels
         self.plan = describe(opts, chosen, calls)
         first = next(iter(kernels.values()))
+        self._first = first
         self._sizes = first._sizes
         self._inputs = first.inputs
         self._by_sizes = {}
@@ -319,7 +320,8 @@ class Tuned:
                                             if not k.specialize}
 
     def _key(self, tensors) -> tuple:
-        return tuple(tensors[self._inputs.index(t)].shape[d] for _, (t, d) in sorted(self._sizes.items()))
+        env = self._first.read_sizes(tensors)
+        return tuple(env[n] for n in sorted(self._sizes))
 
     def kernel_for(self, tensors) -> Kernel:
         """The kernel serving these tensors: the plan's, or for a shape outside the mix the generic
