@@ -688,3 +688,28 @@ def test_narrow_int_arithmetic_wraps_at_each_operation(dtype, name, body):
     got = out if out.is_floating_point() else out.to(torch.int64)
     want = ref.x.float() if out.is_floating_point() else ref.x.to(torch.int64)
     assert torch.equal(got, want), f"{name}: {got[:4].tolist()} != {want[:4].tolist()}"
+
+
+@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
+def test_fp8_matrix_product_keeps_nan(dtype):
+    """Issue 26 (found by the real-kernel suite's fp8 GEMM on NaN inputs): Triton 3.6's interpreter converts a
+    float8 tl.dot operand to float16 by its own bit surgery, which reads float8_e4m3fn's NaN byte 0x7F as 480,
+    so a NaN in A gave a finite C (482 here) where torch's is NaN. tilec's conversion fix covers that path too."""
+    M, N, K = tc.size_vars("M N K")
+    A = tc.placeholder((M, K), dtype, name="A")
+    B = tc.placeholder((K, N), dtype, name="B")
+    k = tc.reduce_axis(K, name="k")
+    C = tc.compute((M, N), lambda i, j: tc.sum(A[i, k] * B[k, j], axis=k), name="C", dtype="float32")
+    s = tc.create_schedule(C)
+    i, j = C.axis
+    s[C].tile(i, j, 16, 16)
+    s[C].split(k, 16)
+    a = torch.randn(20, 19).to(getattr(torch, dtype))
+    b = torch.randn(19, 18).to(getattr(torch, dtype))
+    a[0, 1] = float("nan")
+    a[3, 2] = float("inf")
+    ref = a.float() @ b.float()
+    out = tc.build(s, [A, B, C])(a, b)
+    assert torch.equal(out.isnan(), ref.isnan()) and torch.equal(out.isinf(), ref.isinf())
+    fin = ref.isfinite()
+    assert torch.allclose(out[fin], ref[fin], rtol=1e-5, atol=1e-5)

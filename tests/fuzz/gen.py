@@ -175,6 +175,7 @@ class Generator:
         # bit operations (^, <<, >>) replace some of the main stream's choices from a stream of their own, so
         # every other choice of a seed's case is as before they were added
         self.bits = random.Random(seed_mix(seed) ^ 0xB175)
+        self.math = random.Random(seed_mix(seed) ^ 0x3A7)  # issue 26's math functions, likewise
         self.case = Case(seed)
         self.ns: dict = {"tc": tc, "attempt": _attempt}
         self.progress = progress
@@ -389,12 +390,20 @@ class Generator:
         if e.weak:  # a Python number has no methods; leave it be
             return e
         if e.cat == "f":
-            return E(rng.choice([
+            code = rng.choice([
                 f"(-{c})", f"tc.exp({c})", f"tc.exp(-tc.abs({c}))", f"tc.log(tc.abs({c}) + 1.0)", f"tc.log({c})",
                 f"tc.sqrt(tc.abs({c}))", f"tc.sqrt({c})", f"tc.rsqrt(tc.abs({c}) + 0.5)", f"tc.sigmoid({c})",
                 f"tc.silu({c})", f"tc.tanh({c})", f"tc.abs({c})", f"{c}.astype('float16')",
                 f"{c}.astype('bfloat16')", f"({c} * 2.0)", f"({c} + 1.0)", f"({c} // 0.75)", f"({c} % 2.0)",
-                f"{c}.astype('float32')", f"({c} / 3.0)"]), "f")
+                f"{c}.astype('float32')", f"({c} / 3.0)"])
+            if self.math.random() < 0.3:  # issue 26's math, from its own stream (the main one is as before)
+                code = self.math.choice([
+                    f"tc.erf({c})", f"tc.sin({c})", f"tc.cos({c})", f"tc.exp2(-tc.abs({c}))",
+                    f"tc.log2(tc.abs({c}) + 1.0)", f"tc.log1p(tc.abs({c}))", f"tc.expm1(-tc.abs({c}))",
+                    f"tc.floor({c})", f"tc.ceil({c})", f"tc.trunc({c})", f"tc.round({c})", f"tc.sign({c})",
+                    f"({c} ** 2)", f"({c} ** 3)", f"(tc.abs({c}) ** 0.5)", f"(tc.abs({c}) ** 1.5)",
+                    f"tc.clamp({c}, -1.0, 2.0)"])
+            return E(code, "f")
         if e.cat == "i":
             code = rng.choice([f"(-{c})", f"tc.abs({c})", f"({c} // 2)", f"({c} % 3)", f"({c} // -2)",
                                f"({c} % -3)", f"({c} * 3)", f"({c} + 1)", f"({c} - 4)"])

@@ -127,6 +127,21 @@ def as_int(v: V) -> torch.Tensor:
     return v.val.to(torch.int64) if v.cat == "b" else v.val
 
 
+# the smooth math functions: (torch's function, a bound of its slope or None where it is monotone, the kernel's
+# own error in units of float32 roundoff: relative to the result, absolute). erf's slope is at most
+# 2 / sqrt(pi); sin's and cos's 1; libdevice's and numpy's functions are within 2 ulp, the GPU's exp2 and log2
+# (ex2/lg2.approx) within 2^-22, the interpreter's log1p/expm1 helpers a few ulp
+_SMOOTH = {
+    "erf": (torch.erf, 1.13, 4, 4),
+    "sin": (torch.sin, 1.0, 4, 4),
+    "cos": (torch.cos, 1.0, 4, 4),
+    "exp2": (torch.exp2, None, 8, 0),
+    "log2": (torch.log2, None, 8, 8),
+    "log1p": (torch.log1p, None, 12, 0),
+    "expm1": (torch.expm1, None, 12, 0),
+}
+
+
 def xm(e: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     """e * |x| with 0 * inf = 0 (an exact value times anything adds no error), and an unbounded error
     times 0 unbounded (inf: an error bound is never NaN, which every comparison would read as 0)."""
@@ -408,9 +423,16 @@ class Oracle:
             if a.cat == "f":
                 return V(a.val.abs(), a.err, a.unc, "f")
             return V(as_int(a).abs(), ZERO, a.unc, "i")
+        if a.cat != "f" and e.fn in ("floor", "ceil", "trunc", "round", "sign"):  # of an integer: exact
+            x = as_int(a)
+            return V(torch.sign(x) if e.fn == "sign" else x, ZERO, a.unc, "i", a.weak)
+        if e.fn in ("floor", "ceil", "trunc", "round", "sign"):
+            return self._step(e.fn, a)
         x = as_float(a)
         ea = a.err if a.cat == "f" else ZERO
         unc = a.unc
+        if e.fn in _SMOOTH:
+            return self._smooth(e.fn, x, ea, unc)
         # On the GPU Triton's exp is ex2.approx(x * log2(e)): the rounded product errs by up to
         # 2|x|u in the exponent, ex2.approx by 2^-22.5 (PTX ISA); numpy's exp is within 1 ulp.
         exp_rel = 2 * U32 if interpreter() else (2 * x.abs().nan_to_num(0.0, 0.0, 0.0) + 4) * U32
@@ -454,6 +476,35 @@ class Oracle:
         else:
             raise NotImplementedError(f"call {e.fn}")
         # at 0, +-inf and NaN these functions are exact (exp(-inf) = 0, sigmoid(0) = 0.5, ...)
+        special = (ea == 0) & ((x == 0) | torch.isinf(x) | torch.isnan(x))
+        return fop(v, torch.where(special, ZERO, err), unc, exact=special)
+
+    def _step(self, fn: str, a: V) -> V:
+        """floor, ceil, trunc, round, sign of a float: exact, unless the operand's error interval holds a step
+        (a whole number, a half for round, 0 for sign): then uncertain."""
+        f = {"floor": torch.floor, "ceil": torch.ceil, "trunc": torch.trunc, "round": torch.round,
+             "sign": torch.sign}[fn]
+        x, ea = a.val, a.err
+        v = f(x)
+        lo, hi = f(x - ea), f(x + ea)
+        unc = a.unc | ((ea > 0) & ((lo != hi) | ~torch.isfinite(ea)))
+        return V(v, ZERO, unc, "f")
+
+    def _smooth(self, fn: str, x: torch.Tensor, ea: torch.Tensor, unc: torch.Tensor) -> V:
+        """erf, sin, cos, exp2, log2, log1p, expm1: the operand's error through the function's slope over the
+        interval (each is monotone there or has a slope bounded by `_SMOOTH`'s constant), plus the function's
+        own error (`_SMOOTH`: units of float32 roundoff, relative or absolute)."""
+        f, slope, rel, absolute = _SMOOTH[fn]
+        v = f(x)
+        if slope is None:  # monotone: the error is the larger move at the interval's ends
+            err = torch.maximum((f(x + ea) - v).abs(), (f(x - ea) - v).abs())
+            err = torch.where(ea == 0, ZERO, _unknown_nan(err))
+        else:
+            err = slope * ea
+        if fn in ("log2", "log1p"):  # near the pole the interval leaves the domain
+            edge = 0.0 if fn == "log2" else -1.0
+            unc = unc | ((ea > 0) & (x - ea <= edge))
+        err = err + rel * U32 * v.abs().nan_to_num(0.0, 0.0, 0.0) + absolute * U32
         special = (ea == 0) & ((x == 0) | torch.isinf(x) | torch.isnan(x))
         return fop(v, torch.where(special, ZERO, err), unc, exact=special)
 
@@ -521,6 +572,10 @@ class Oracle:
             if cat == "b":
                 return V(fn(a.val, b.val), ZERO, a.unc | b.unc, "b")
             return V(fn(as_int(a), as_int(b)), ZERO, a.unc | b.unc, "b")
+        if op == "**":
+            if cat != "f" or b.cat == "f" and b.err.max() > 0:
+                raise NotImplementedError("** other than of a float by a constant")
+            return self._power(a, b)
         if op == "/" or cat == "f":
             return self._float_binary(op, a, b, weak)
         # integers (bools count as 0 and 1, as in torch)
@@ -549,6 +604,24 @@ class Oracle:
             return V(val != 0, ZERO, unc, "b", weak)
         big = (val < -2**31) | (val > 2**31 - 1)
         return V(val, ZERO, unc | big, "i", weak)
+
+    def _power(self, a: V, b: V) -> V:
+        """x ** c for a constant c (the fuzzer draws 2, 3, 0.5, 1.5, the last two of |x|): monotone on each side of 0,
+        so the operand's error moves the result by at most the larger move at the interval's ends; the kernel's
+        own error is a few units (torch's shortcuts for 2, 3, 0.5; C's pow, or exp2(c * log2|x|) in the
+        interpreter, whose error grows with |c * log2|x||)."""
+        x, c = as_float(a), float(b.val.item() if b.val.dim() == 0 else b.val.flatten()[0].item())
+        ea = a.err if a.cat == "f" else ZERO
+        v = torch.pow(x, c)
+        err = torch.maximum((torch.pow(x + ea, c) - v).abs(), (torch.pow(x - ea, c) - v).abs())
+        if c in (2.0, 3.0):  # x * x (* x): the interval through 0 moves it by at most the end's
+            err = torch.maximum(err, (torch.pow(x.abs() + ea, c) - v.abs()).abs())
+        err = torch.where(ea == 0, ZERO, _unknown_nan(err))
+        lg = (c * torch.log2(x.abs().clamp_min(1e-300))).abs().nan_to_num(0.0, 0.0, 0.0)
+        err = err + (8 + 2 * lg) * U32 * v.abs().nan_to_num(0.0, 0.0, 0.0)
+        unc = a.unc | ((c != int(c)) & (ea > 0) & (x - ea <= 0))
+        special = (ea == 0) & ((x == 0) | torch.isinf(x) | torch.isnan(x))
+        return fop(v, torch.where(special, ZERO, err), unc, exact=special)
 
     def _float_binary(self, op: str, a: V, b: V, weak: bool) -> V:
         x, y = as_float(a), as_float(b)

@@ -144,7 +144,8 @@ def _fix_interpreter_rounding() -> None:
     rounds ties up (100 -> 104 in float8_e4m3fn, where torch and the GPU give 96), flushes subnormals
     (0.001 -> 0) and wraps past the largest value (500 -> 256; torch saturates at 448): fp8 outputs of a
     CPU run were off by up to 2x. Here those conversions (round to nearest even, the default on the GPU)
-    are torch's, and so is float8 -> float32 (the interpreter read float8_e4m3fn's NaN as 480); an explicit
+    are torch's, and so are float8 -> float32 and float8 -> float16 (the interpreter read float8_e4m3fn's NaN as 480,
+    in loads and in tl.dot's operands, which it widens to float16); an explicit
     round-toward-zero and every other conversion stay the interpreter's."""
     import numpy as np
     import triton.language as tl
@@ -156,16 +157,18 @@ def _fix_interpreter_rounding() -> None:
     nearest = (None, interpreter._ir.ROUNDING_MODE.RTNE)
     to = {tl.bfloat16: (torch.bfloat16, torch.int16, np.uint16), tl.float8e4nv: (torch.float8_e4m3fn, torch.uint8, np.uint8),
           tl.float8e5: (torch.float8_e5m2, torch.uint8, np.uint8)}
+    wide = {tl.float32: (torch.float32, np.uint32), tl.float16: (torch.float16, np.uint16)}
 
     def convert(input, input_dtype, output_dtype, rounding_mode):
         if input_dtype == tl.float32 and output_dtype in to and rounding_mode in nearest:
             dtype, bits, raw = to[output_dtype]
             x = torch.from_numpy(np.array(input, dtype=np.float32, copy=True))
             return x.to(dtype).view(bits).numpy().view(raw).reshape(np.shape(input))
-        if input_dtype in (tl.float8e4nv, tl.float8e5) and output_dtype == tl.float32:  # e4m3fn's NaN was 480
+        if input_dtype in (tl.float8e4nv, tl.float8e5) and output_dtype in wide:  # e4m3fn's NaN was 480
             dtype, bits, raw = to[input_dtype]
             x = torch.from_numpy(np.array(input, copy=True).view(raw).view(np.uint8))
-            return x.view(dtype).float().numpy().view(np.uint32).reshape(np.shape(input))
+            wide_dtype, wide_raw = wide[output_dtype]  # float16: how the interpreter's tl.dot reads fp8 operands
+            return x.view(dtype).to(wide_dtype).numpy().view(wide_raw).reshape(np.shape(input))
         return original(input, input_dtype, output_dtype, rounding_mode)
 
     interpreter._convert_float = convert
