@@ -713,3 +713,18 @@ def test_fp8_matrix_product_keeps_nan(dtype):
     assert torch.equal(out.isnan(), ref.isnan()) and torch.equal(out.isinf(), ref.isinf())
     fin = ref.isfinite()
     assert torch.allclose(out[fin], ref[fin], rtol=1e-5, atol=1e-5)
+
+
+def test_compute_extent_product_of_two_sizes_is_refused_with_the_reason():
+    """Issue 26 (found writing the real-kernel suite): a compute of shape (HKV * G,) raised tilec.poly.model.NotAffine,
+    a bare Exception, from the isl model at build. isl reads affine extents only: a compute's or a reduce axis's
+    extent that multiplies two sizes is an ArgumentError at definition that says so (a placeholder may have one:
+    its shape is only read)."""
+    HKV, G = tc.size_vars("HKV G")
+    X = tc.placeholder((HKV * G,), "float32", name="X")  # accepted: G is read from it as the unknown factor
+    with pytest.raises(tc.ArgumentError, match=r"compute 'Y': dimension 0: the extent \(HKV \* G\) multiplies two sizes"):
+        tc.compute((HKV * G,), lambda h: X[h], name="Y")
+    with pytest.raises(tc.ArgumentError, match=r"reduce_axis 'k': the extent \(HKV \* G\) multiplies two sizes"):
+        tc.reduce_axis(HKV * G, name="k")
+    with pytest.raises(tc.ArgumentError, match="divides by a size"):
+        tc.compute((HKV // G,), lambda h: X[h], name="Z")

@@ -716,8 +716,23 @@ def reduce_axis(extent: int | Expr, name: str) -> IterVar:
     return IterVar(name, check_extent(extent, f"reduce_axis {name!r}"), "reduce")
 
 
-def check_extent(extent, what: str) -> Expr:
-    """An extent is a positive int or an expression of size variables."""
+def _not_affine(extent: Expr) -> str | None:
+    """Why isl cannot read `extent` as an affine expression of the sizes, or None: a product of two sizes, a
+    division or remainder by a size."""
+    def has_size(e):
+        return any(isinstance(n, SizeVar) for n in walk(e))
+    for node in walk(extent):
+        if isinstance(node, Binary) and node.op == "*" and has_size(node.a) and has_size(node.b):
+            return "multiplies two sizes"
+        if isinstance(node, Binary) and node.op in ("//", "%", "cdiv") and has_size(node.b):
+            return "divides by a size"
+    return None
+
+
+def check_extent(extent, what: str, affine: bool = True) -> Expr:
+    """An extent is a positive int or an expression of size variables; `affine` (a compute's dimension, a reduce
+    axis: isl's domains) refuses what isl cannot represent (a product of two sizes, a division by one), which a
+    placeholder's shape, only read, may hold."""
     if isinstance(extent, bool) or not isinstance(extent, (int, Expr)):
         raise ArgumentError(f"{what}: expected a positive int or a size variable, got {extent!r}")
     if isinstance(extent, int):
@@ -733,6 +748,11 @@ def check_extent(extent, what: str) -> Expr:
     if extent.dtype not in ("int32", "int64"):
         raise ArgumentError(f"{what}: an extent must be an integer expression of sizes, got {extent} "
                             f"({extent.dtype}); use // for division")
+    why = _not_affine(extent) if affine else None
+    if why:
+        raise ArgumentError(f"{what}: the extent {extent} {why}, which isl (the legality checker) cannot represent: "
+                            f"an extent must be affine in the sizes (M + 1, 2 * N, N // 4). Give it a size of its own "
+                            f"(HG = tc.size_vars('HG')), or make each factor an axis of its own")
     return extent
 
 

@@ -102,12 +102,12 @@ class Tensor:
                             f"tc.compute(shape, lambda i, j: ..., name=...)")
 
 
-def _shape(shape, what: str) -> tuple[Expr, ...]:
+def _shape(shape, what: str, affine: bool = True) -> tuple[Expr, ...]:
     if isinstance(shape, (int, Expr)):
         shape = (shape,)
     if not isinstance(shape, (tuple, list)):
         raise ArgumentError(f"{what}: shape must be a tuple of ints and size variables, got {shape!r}")
-    return tuple(check_extent(d, f"{what}: dimension {n}") for n, d in enumerate(shape))
+    return tuple(check_extent(d, f"{what}: dimension {n}", affine) for n, d in enumerate(shape))
 
 
 def placeholder(shape: Sequence[int | Expr] | int | Expr, dtype: str, name: str) -> Tensor:
@@ -133,7 +133,7 @@ def placeholder(shape: Sequence[int | Expr] | int | Expr, dtype: str, name: str)
         <placeholder B[M, 8] bfloat16>
     """
     name = check_name(name, "placeholder name")
-    return Tensor(name, _shape(shape, f"placeholder {name!r}"), check_dtype(dtype, f"placeholder {name!r}"))
+    return Tensor(name, _shape(shape, f"placeholder {name!r}", affine=False), check_dtype(dtype, f"placeholder {name!r}"))
 
 
 def compute(shape: Sequence[int | Expr] | int | Expr, fcompute: Callable[..., Expr], name: str,

@@ -720,7 +720,8 @@ def build(sched: Schedule, args: Sequence[Tensor], config: Mapping[str, int] | N
         sched: the schedule.
         args: the input placeholders and the output tensors, in the order calls pass them (inputs first):
             every input the schedule reads and every output of the schedule; each size of the schedule
-            must be a plain dimension of some input, where calls read it.
+            must be a dimension of some input, where calls read it: the size itself, or the one unknown
+            factor of a product (`2 * D`, `3 * NH * HS` with HS read elsewhere).
         config: knob name -> value; knobs it leaves out take their first choice.
         specialize: size name -> positive int, baked into the source as constants (masks dropped where
             isl proves it); calls with other sizes are refused.
