@@ -1,7 +1,7 @@
 """The differential test against Halide (tests/halide_diff/): its generator, mapping and classifier, and a
 time-budgeted campaign.
 
-`test_halide_campaign` (slow tier) runs random and friendly cases for a bounded wall time (75 s;
+`test_halide_campaign` (slow tier) runs random and friendly cases for a bounded wall time (45 s;
 `TILEC_HALIDE_SECONDS` overrides it, 0 skips it) from a seed derived from the git commit, and fails on any
 wrong answer, internal error or harness error, printing each case. Replay one with
 `python scripts/halide_diff.py --mode MODE --case SEED`. Without the `halide` package (a dev dependency)
@@ -175,7 +175,7 @@ def _start_seed() -> int:
 
 @pytest.mark.slow
 def test_halide_campaign():
-    budget = float(os.environ.get("TILEC_HALIDE_SECONDS", "75"))
+    budget = float(os.environ.get("TILEC_HALIDE_SECONDS", "45"))
     if budget <= 0:
         pytest.skip("TILEC_HALIDE_SECONDS=0")
     seed0 = _start_seed()
