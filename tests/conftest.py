@@ -14,6 +14,10 @@ import torch
 
 # Kernel files and tuning studies of the tests go to a directory of their own, not the user's
 # ~/.cache/tilec (a test that wants another sets TILEC_CACHE_DIR itself).
+# Under pytest-xdist (CI's `-n 2`) each worker has its own: the controller's setting is not shared.
+if os.environ.get("PYTEST_XDIST_WORKER") and os.path.basename(os.environ.get("TILEC_CACHE_DIR", "")).startswith(
+        "tilec-tests-"):
+    os.environ["TILEC_CACHE_DIR"] = tempfile.mkdtemp(prefix=f"tilec-tests-{os.environ['PYTEST_XDIST_WORKER']}-")
 os.environ.setdefault("TILEC_CACHE_DIR", tempfile.mkdtemp(prefix="tilec-tests-"))
 
 if not torch.cuda.is_available():
