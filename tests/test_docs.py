@@ -438,12 +438,14 @@ def test_markers_have_reasons_and_blocks_are_well_formed():
 
 def test_readmes_test_commands_are_the_tiers_the_suite_has(pytestconfig):
     """README's test commands (issue 23 point 10) are the tiers tests/conftest.py makes: the fast one by
-    default and `--full`, an option the suite knows, so that they cannot go stale silently."""
+    default and `--full`, an option the suite knows, on the two workers CI uses (`-n 2`, pytest-xdist, issue 26),
+    so that they cannot go stale silently; .ci/run runs README's second one."""
     block = next(b for b in blocks_of(REPO / "README.md") if b.lang in SHELL and "pytest" in b.body)
     commands = [line.split("pytest", 1)[1].split() for line in block.body.splitlines() if "pytest" in line]
-    assert commands == [["-q"], ["-q", "--full"]], commands
+    assert commands == [["-q", "-n", "2"], ["-q", "--full", "-n", "2"]], commands
     assert pytestconfig.getoption("--full") in (True, False)  # an option of this suite (conftest.py)
-    assert "--full" in (REPO / ".ci" / "run").read_text()
+    assert "python -m pytest -q --full -n 2" in (REPO / ".ci" / "run").read_text()
+    assert pytestconfig.pluginmanager.hasplugin("xdist")  # -n is an option this environment knows
 
 
 def test_quoted_files_hold_what_the_docs_quote():
