@@ -96,3 +96,22 @@ def test_suite_lists_every_module():
     files = {p.stem for p in here.glob("*.py")} - {"__init__", "harness"}
     listed = suite.NAMES + suite.REFUSED
     assert len(listed) == len(set(listed)) and set(listed) == files
+
+
+@pytest.mark.slow
+def test_gpu_benchmark_paths_run_on_a_cpu(tmp_path):
+    """benchmarks/suite.py (the GPU table) on a CPU with `--cpu-check`: three kernels through every path (configs
+    checked against the native-dtype `torch_ref`, eager, torch.compile, the JSON), so that it cannot rot between
+    the GPU runs that use it."""
+    import json
+    import subprocess
+
+    root = Path(__file__).resolve().parent.parent
+    out = tmp_path / "suite.json"
+    p = subprocess.run([sys.executable, str(root / "benchmarks" / "suite.py"), "--cpu-check", "--only",
+                        "layer_norm,dropout,halide_blur_u16", "--json", str(out)], capture_output=True, text=True,
+                       cwd=root, timeout=300)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    assert "with a failure (tilec, torch_ref, BENCH's memory): none" in p.stdout, p.stdout[-2000:]
+    assert "torch.compile failed: none" in p.stdout
+    assert out.exists() and json.loads(out.read_text())
