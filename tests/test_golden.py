@@ -57,3 +57,31 @@ def test_interpreter_form_differs_only_in_bf16_dot():
     assert len(gpu) == len(cpu) and len(diff) == 1
     assert "tl.dot(a_tile, w_tile, acc_C)" in diff[0][0]
     assert 'a_tile.to(tl.float32)' in diff[0][1] and 'input_precision="ieee"' in diff[0][1]
+
+
+def _scan_schedules():
+    """A running sum with a reader in its scan loop, and a recurrence over 2-d tiles (rows x steps)."""
+    B, T = tc.size_vars("B T")
+    X = tc.placeholder((B, T), "float32", name="X")
+    Y = tc.compute((B, T), lambda b, t: tc.cumsum(X[b, t], axis=t), name="Y")
+    Z = tc.compute((B, T), lambda b, t: Y[b, t] * 2.0, name="Z")
+    s1 = tc.create_schedule(Z)
+    to, ti = s1[Y].split(Y.axis[1], 64)
+    s1[Y].bind(Y.axis[0], "program_id.0")
+    s1[Z].compute_at(s1[Y], to)
+    A = tc.placeholder((B, T), "float16", name="A")
+    H = tc.compute((B, T), lambda b, t: tc.linear_scan(A[b, t], X[b, t], axis=t), name="H", dtype="float16")
+    s2 = tc.create_schedule(H)
+    bo, bi = s2[H].split(H.axis[0], 4)
+    to, ti = s2[H].split(H.axis[1], 32)
+    s2[H].reorder(bo, to, bi, ti)
+    s2[H].bind(bo, "program_id.0")
+    return {"scan_cumsum": s1, "scan_linear": s2}
+
+
+@pytest.mark.parametrize("name", ["scan_cumsum", "scan_linear"])
+def test_scan_golden(name, golden):
+    """A scan's carry, its tile scan (tl.cumsum; tl.associative_scan of a recurrence's pairs) and the last lane."""
+    prog = tc.lower(_scan_schedules()[name], target="cuda")
+    golden(f"{name}.nest.txt", str(prog))
+    golden(f"{name}.triton.txt", prog.source())

@@ -6,7 +6,8 @@ The pipeline, one package per step:
 
 The API, in the order a program uses it (each name's docstring has its parameters, errors and an
 example; `help(tc.Stage)` lists the primitives):
-  compute    size_vars, placeholder, compute, reduce_axis, sum / max / min; math (docs/language.md): exp,
+  compute    size_vars, placeholder, compute, reduce_axis, sum / max / min; cumsum / cumprod / cummax / cummin /
+             linear_scan (scans along an axis); math (docs/language.md): exp,
              exp2, expm1, log, log2, log1p, sqrt, rsqrt, sigmoid, silu, tanh, erf, sin, cos, abs, sign, floor,
              ceil, trunc, round, pow (**), clamp, maximum, minimum, where; rand, randn, randint; assume
   schedule   create_schedule -> Schedule (s[C] is a Stage: split, tile, reorder, fuse, swizzle, bind,
@@ -39,8 +40,9 @@ from tilec.version import __version__
 
 # Where each lazily imported name of the API lives: the one table `tc.NAME` is resolved from.
 _HOMES: dict[str, tuple[str, ...]] = {
-    "tilec.ir": ("Tensor", "abs", "assume", "ceil", "clamp", "compute", "cos", "erf", "exp", "exp2", "expm1", "floor",
-                 "log", "log1p", "log2", "max", "maximum", "min", "minimum", "placeholder", "pow", "rand", "randint",
+    "tilec.ir": ("Tensor", "abs", "assume", "ceil", "clamp", "compute", "cos", "cummax", "cummin", "cumprod",
+                 "cumsum", "erf", "exp", "exp2", "expm1", "floor",
+                 "linear_scan", "log", "log1p", "log2", "max", "maximum", "min", "minimum", "placeholder", "pow", "rand", "randint",
                  "randn", "reduce_axis",
                  "round", "rsqrt", "sigmoid", "sign", "silu", "sin", "size_vars", "sqrt", "sum", "tanh", "trunc",
                  "where"),
@@ -69,11 +71,16 @@ if TYPE_CHECKING:  # what type checkers and IDEs read; the same names as _HOMES 
         clamp,
         compute,
         cos,
+        cummax,
+        cummin,
+        cumprod,
+        cumsum,
         erf,
         exp,
         exp2,
         expm1,
         floor,
+        linear_scan,
         log,
         log1p,
         log2,

@@ -169,10 +169,10 @@ class Expr:
 
 
 _TC_FUNCTIONS = ("tc.exp, tc.log, tc.sqrt, tc.sin, tc.erf and the other math functions of docs/language.md, "
-                 "tc.pow (**), tc.clamp, tc.maximum, tc.minimum, tc.where, tc.sum, tc.max, tc.min")
+                 "tc.pow (**), tc.clamp, tc.maximum, tc.minimum, tc.where, tc.sum, tc.max, tc.min, tc.cumsum")
 # the tilec function for a torch or numpy function of that name (the math functions are added below, from MATH)
 _TC_NAME = {"expit": "tc.sigmoid", "absolute": "tc.abs", "rint": "tc.round", "power": "tc.pow (or **)",
-            "pow": "tc.pow (or **)", "float_power": "tc.pow (or **)", "erf": "tc.erf",
+            "pow": "tc.pow (or **)", "float_power": "tc.pow (or **)",
             "fabs": "tc.abs", "maximum": "tc.maximum", "fmax": "tc.maximum", "minimum": "tc.minimum",
             "fmin": "tc.minimum", "where": "tc.where", "sum": "tc.sum(x, axis=k)", "amax": "tc.max(x, axis=k)",
             "max": "tc.max(x, axis=k) (over a reduce axis) or tc.maximum(a, b) (of two values)",
@@ -181,7 +181,9 @@ _TC_NAME = {"expit": "tc.sigmoid", "absolute": "tc.abs", "rint": "tc.round", "po
             "relu": "tc.maximum(x, 0.0)", "clamp": "tc.clamp(x, lo, hi)",
             "clip": "tc.clamp(x, lo, hi)", "square": "x * x", "reciprocal": "1.0 / x",
             "neg": "-x", "negative": "-x", "mul": "*", "multiply": "*", "add": "+", "sub": "-", "subtract": "-",
-            "div": "/", "divide": "/", "true_divide": "/"}
+            "div": "/", "divide": "/", "true_divide": "/",
+            "cumsum": "tc.cumsum(x, axis=t)", "cumprod": "tc.cumprod(x, axis=t)", "cummax": "tc.cummax(x, axis=t)",
+            "cummin": "tc.cummin(x, axis=t)"}
 
 
 _TC_NAME.update({fn: f"tc.{fn}" for fn in MATH})
@@ -540,6 +542,40 @@ class Reduce(Expr):
         return f"{self.op}({self.body}, axis=[{', '.join(a.name for a in self.axes)}])"
 
 
+SCANS = {  # op -> (the constructor, torch's equivalent, what it computes)
+    "sum": ("cumsum", "torch.cumsum(x, dim)", "the running sum"),
+    "prod": ("cumprod", "torch.cumprod(x, dim)", "the running product"),
+    "max": ("cummax", "torch.cummax(x, dim).values", "the running maximum (NaN from the first NaN on)"),
+    "min": ("cummin", "torch.cummin(x, dim).values", "the running minimum (NaN from the first NaN on)"),
+    "linear": ("linear_scan", "h = 0; for t: h = a[t] * h + b[t]; out[t] = h",
+               "the first-order linear recurrence h[t] = a[t] * h[t-1] + b[t] from h[-1] = 0"),
+}
+
+
+class Scan(Expr):
+    """`tc.cumsum/cumprod/cummax/cummin(x, axis=t)`, `tc.linear_scan(a, b, axis=t)`: a scan (inclusive prefix)
+    along `axis`, one of the compute's own axes: element t combines the operands at positions 0..t of that
+    axis (the other axes fixed), accumulating in `acc_dtype`. The whole body of a compute, as a reduction is."""
+
+    def __init__(self, op: str, operands: Sequence, axis: IterVar, acc_dtype: str):
+        self.op, self.operands, self.axis, self.dtype = op, tuple(as_expr(x) for x in operands), axis, acc_dtype
+
+    @property
+    def acc_dtype(self) -> str:
+        return self.dtype
+
+    @property
+    def name(self) -> str:
+        """The constructor's name: cumsum, cumprod, cummax, cummin, linear_scan."""
+        return SCANS[self.op][0]
+
+    def children(self):
+        return self.operands
+
+    def __repr__(self):
+        return f"{self.name}({', '.join(map(str, self.operands))}, axis={self.axis.name})"
+
+
 # ---------------------------------------------------------------------------------------------
 # user-facing constructors
 
@@ -740,7 +776,7 @@ def check_extent(extent, what: str, affine: bool = True) -> Expr:
             raise ArgumentError(f"{what}: expected a positive int or a size variable, got {extent}")
         return Const(extent, "int32")
     for node in walk(extent):
-        if isinstance(node, (Load, IterVar, Reduce, Random, Call)):
+        if isinstance(node, (Load, IterVar, Reduce, Scan, Random, Call)):
             raise ArgumentError(f"{what}: an extent may only use sizes and ints, got {extent}")
         if isinstance(node, (Binary, Unary)) and node.op in (*_BITWISE, *_SHIFTS, "~", "**"):
             raise ArgumentError(f"{what}: an extent may use +, -, *, // and % of sizes and ints, got {extent}; bit "
@@ -768,6 +804,109 @@ def _reduce(op: str, body, axis, acc_dtype) -> Reduce:
         if body.dtype == "float64":
             acc_dtype = "float64"
     return Reduce(op, body, axes, check_dtype(acc_dtype, f"tc.{op} acc_dtype"))
+
+
+def _scan(op: str, operands: Sequence, axis, acc_dtype) -> Scan:
+    name = SCANS[op][0]
+    if not (isinstance(axis, IterVar) and axis.kind == "spatial"):
+        raise ArgumentError(f"tc.{name}: axis must be one of the compute's own axes (a parameter of its function, "
+                            f"e.g. lambda b, t: tc.{name}(X[b, t], axis=t)), got {show(axis)}; a scan runs along "
+                            f"an axis of the output, unlike tc.sum's reduce axis")
+    operands = [as_expr(x) for x in operands]
+    for x in operands:
+        if x.dtype == "bool" and op != "sum":
+            raise ArgumentError(f"tc.{name} of a bool value is not supported; convert it first: x.astype('int32')")
+    if acc_dtype is None:
+        floats = [x.dtype for x in operands if is_float(x.dtype)]
+        acc_dtype = "float64" if "float64" in floats else "float32" if floats else "int32"
+    return Scan(op, operands, axis, check_dtype(acc_dtype, f"tc.{name} acc_dtype"))
+
+
+_SCAN_DOC = """{what} of `expr` along `axis`, one of the compute's own axes, as `{torch}`: element t of that
+    axis combines `expr` at positions 0, 1, ..., t (the other axes fixed), accumulating in `acc_dtype`.
+
+    It must be the whole body of a compute (as a reduction is); do anything else to its result in a second
+    compute, which `compute_at` can place in the scan's loops. The scan axis runs in order inside one
+    program: it may be split (its outer loops serial, at most one tile, scanned with `tl.{tl}` and a carry
+    between the loop's iterations) but not bound to the grid, fused, or placed in another stage's loops;
+    the stage's other loops must run outside its scan loops.{extra}
+
+    Args:
+        expr: the value to scan: an expression of the compute's axes.
+        axis: the compute's axis to scan along (a parameter of its function).
+        acc_dtype: the accumulator's dtype; by default float32 for a float body (float64 stays float64)
+            and int32 for an integer or bool one (torch's integer cumsum is int64: pass "int64").
+
+    Returns:
+        The scan, for `tc.compute`'s function to return.
+
+    Raises:
+        ArgumentError: `axis` is not a spatial axis, a bool value to a scan other than cumsum, or `acc_dtype`
+            is no dtype.
+
+    Example:
+        >>> C = tc.compute((M, K), lambda i, kk: tc.{name}(A[i, kk], axis=kk), name="C")
+        >>> C.body
+        {name}(A[i, kk], axis=kk)
+    """
+
+
+def cumsum(expr: Expr, axis: IterVar, acc_dtype: str | None = None) -> Scan:
+    return _scan("sum", [expr], axis, acc_dtype)
+
+
+def cumprod(expr: Expr, axis: IterVar, acc_dtype: str | None = None) -> Scan:
+    return _scan("prod", [expr], axis, acc_dtype)
+
+
+def cummax(expr: Expr, axis: IterVar, acc_dtype: str | None = None) -> Scan:
+    return _scan("max", [expr], axis, acc_dtype)
+
+
+def cummin(expr: Expr, axis: IterVar, acc_dtype: str | None = None) -> Scan:
+    return _scan("min", [expr], axis, acc_dtype)
+
+
+cumsum.__doc__ = _SCAN_DOC.format(what="Running sum", torch="torch.cumsum(x, dim)", tl="cumsum", name="cumsum",
+                                  extra="")
+cumprod.__doc__ = _SCAN_DOC.format(what="Running product", torch="torch.cumprod(x, dim)", tl="cumprod",
+                                   name="cumprod", extra="")
+cummax.__doc__ = _SCAN_DOC.format(what="Running maximum", torch="torch.cummax(x, dim).values", tl="associative_scan",
+                                  name="cummax", extra=" A NaN makes it NaN from there on, as torch's (its indices "
+                                  "are not computed).")
+cummin.__doc__ = _SCAN_DOC.format(what="Running minimum", torch="torch.cummin(x, dim).values", tl="associative_scan",
+                                  name="cummin", extra=" A NaN makes it NaN from there on, as torch's (its indices "
+                                  "are not computed).")
+
+
+def linear_scan(a: Expr | float, b: Expr | float, axis: IterVar, acc_dtype: str | None = None) -> Scan:
+    """The first-order linear recurrence h[t] = a[t] * h[t-1] + b[t] along `axis`, from h[-1] = 0: the
+    associative scan of state-space models (Mamba's selective scan: a = exp(dt * A), b = dt * B * x), of
+    exponential moving averages (a = 1 - alpha, b = alpha * x) and of linear RNNs.
+
+    Computed as an associative scan of the pairs (a, b) with (a1, b1) then (a2, b2) = (a1 * a2, a2 * b1 + b2)
+    (`tl.associative_scan` within a tile, a carried h between the scan loop's iterations); the products
+    associate in another order than the sequential loop, so floats differ from it by rounding. The same rules
+    as `tc.cumsum`: the whole body of a compute, along one of its own axes, run in order inside one program.
+
+    Args:
+        a: the factor of h[t-1]: an expression of the compute's axes, or a number.
+        b: the term added: an expression of the compute's axes, or a number.
+        axis: the compute's axis to scan along.
+        acc_dtype: the state's dtype; by default float32 (float64 if an operand is), int32 for integers.
+
+    Returns:
+        The scan, for `tc.compute`'s function to return.
+
+    Raises:
+        ArgumentError: `axis` is not a spatial axis, or `acc_dtype` is no dtype.
+
+    Example:
+        >>> H = tc.compute((M, K), lambda i, kk: tc.linear_scan(0.9, A[i, kk], axis=kk), name="H")
+        >>> H.body
+        linear_scan(0.9, A[i, kk], axis=kk)
+    """
+    return _scan("linear", [a, b], axis, acc_dtype)
 
 
 _REDUCE_DOC = """{what} of `expr` over the reduce axis (or axes) `axis`, accumulated in `acc_dtype`.
@@ -1044,6 +1183,8 @@ def substitute(expr: Expr, fn) -> Expr:
         return Cast(substitute(expr.a, fn), expr.dtype)
     if isinstance(expr, Reduce):
         return Reduce(expr.op, substitute(expr.body, fn), expr.axes, expr.dtype)
+    if isinstance(expr, Scan):
+        return Scan(expr.op, [substitute(x, fn) for x in expr.operands], expr.axis, expr.dtype)
     return expr
 
 

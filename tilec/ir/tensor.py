@@ -11,7 +11,7 @@ import networkx as nx
 
 from tilec.errors import ArgumentError
 from tilec.ir.dtypes import check_dtype
-from tilec.ir.expr import Expr, IterVar, Load, Reduce, SizeVar, as_expr, check_extent, show, walk
+from tilec.ir.expr import Expr, IterVar, Load, Reduce, Scan, SizeVar, as_expr, check_extent, show, walk
 from tilec.ir.names import check_name
 
 
@@ -55,6 +55,11 @@ class Tensor:
     @property
     def is_reduction(self) -> bool:
         return isinstance(self.body, Reduce)
+
+    @property
+    def scan_axis(self) -> IterVar | None:
+        """The axis a scan stage (`tc.cumsum`, ..., `tc.linear_scan`) runs along; None for any other stage."""
+        return self.body.axis if isinstance(self.body, Scan) else None
 
     @property
     def inputs(self) -> list[Tensor]:
@@ -178,11 +183,15 @@ def compute(shape: Sequence[int | Expr] | int | Expr, fcompute: Callable[..., Ex
     axes = tuple(IterVar(p, d, "spatial") for p, d in zip(params, shape))
     body = as_expr(fcompute(*axes))
     for node in walk(body):
-        if isinstance(node, Reduce) and node is not body:
+        if isinstance(node, (Reduce, Scan)) and node is not body:
+            what = f"tc.{node.op}" if isinstance(node, Reduce) else f"tc.{node.name}"
             raise ArgumentError(
-                f"compute {name!r}: tc.{node.op}(...) must be the whole body of a compute, not part of "
-                f"an expression; compute the reduction on its own and use it in a second compute "
-                f"(which can be fused back with compute_at or compute_inline)")
+                f"compute {name!r}: {what}(...) must be the whole body of a compute, not part of "
+                f"an expression; compute the {'reduction' if isinstance(node, Reduce) else 'scan'} on its own "
+                f"and use it in a second compute (which can be fused back with compute_at)")
+    if isinstance(body, Scan) and body.axis not in axes:
+        raise ArgumentError(f"compute {name!r}: tc.{body.name} runs along {body.axis.name}, which is not one of this "
+                            f"compute's axes ({', '.join(a.name for a in axes)}); scan along one of them")
     reduced = body.axes if isinstance(body, Reduce) else ()
     for node in walk(body):
         if isinstance(node, IterVar) and node not in axes and node not in reduced:

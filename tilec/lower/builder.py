@@ -14,7 +14,8 @@ accumulator; other reductions become a sum, max or min over the reduce tile dime
 the reduction's identity. Stages placed with compute_at are emitted inside the loop they were placed
 at: producers before the rest of the loop body, consumers after it. The values inside (expressions,
 loads, broadcasting) are written by `ValueEmitter` (tilec/lower/values.py). Its other parts are mixins,
-each in its own file: a reduction's accumulator and steps (reductions.py), the online rewrite of a loop's
+each in its own file: a reduction's accumulator and steps (reductions.py), a scan's carry and steps
+(scans.py), the online rewrite of a loop's
 statistics (online.py), split_k's partial and combine kernels (split_k.py), cache_read's loads (caches.py).
 The rewrites of the built IR are passes (passes.py).
 """
@@ -54,6 +55,7 @@ from tilec.lower.nest import (
 from tilec.lower.nest_printer import show
 from tilec.lower.online import OnlineLoop
 from tilec.lower.reductions import Reductions, compute_text
+from tilec.lower.scans import Scans
 from tilec.lower.split_k import SplitKParts
 from tilec.lower.values import AxisVal, Val, ValueEmitter, castable
 from tilec.plan.placement import Placed, block_of, halo_work
@@ -95,7 +97,7 @@ def param_key(sched):
     return lambda p: (_PARAM_KINDS[p.kind], rank(p))
 
 
-class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, ValueEmitter):
+class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, Scans, ValueEmitter):
     """Builds the loop-nest IR of the kernel whose root stage is `root`: its loops, stages and statements
     here, its values in `ValueEmitter` (tilec/lower/values.py), its reductions, online loops, split_k
     kernels and cache_reads in the mixins it inherits."""
@@ -128,6 +130,7 @@ class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, ValueEmitte
         self.online_pieces: dict = {}  # online target -> (its loop's depth, [(start, end, fold, what)])
         self.fold: set[str] = set()  # where() conditions known true here (an online loop's unmasked tiles)
         self.piece_fold: set[str] = set()  # those of the online loop piece being emitted (its members' only)
+        self.carries: dict[str, tuple] = {}  # scan stage -> (its carry's name, dims) inside its scan loops
 
     # -- names and parameters -------------------------------------------------------------------
     def fresh(self, name: str) -> str:
@@ -518,6 +521,8 @@ class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, ValueEmitte
                 result = self.online_finish(placed, online, result, out, looped=n < len(lay.loops))
             self.finish(x, result, out)
             return
+        if n == lay.scan_level:  # a scan's first loop over its axis: the carry starts here (scans.py)
+            self.scan_init(x, out)
         if n == len(lay.loops):
             self.compute(x, out)
             return
@@ -563,7 +568,11 @@ class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, ValueEmitte
         stages = st.pipelines.get(a)
         stages = None if stages is None else self.factor(stages)  # (its parameter first: the signature's order)
         what = "reduction" if a.kind == "reduce" else "spatial"
-        role = f"{x.name}.{a.name}: {'unrolled' if lay.kind[a] == 'unroll' else 'serial'} {what} loop"
+        scan = x.tensor.scan_axis
+        if scan is not None and scan in lay.origin[a]:
+            what = "scan"
+        role = f"{x.name}.{a.name}: {'unrolled' if lay.kind[a] == 'unroll' else 'serial'} {what} loop" + \
+            (f" of {scan.name}" if what == "scan" else "")
         extent, start = self.scalar(a.extent), None
         if self.part is not None and x is self.root and a is self.split.axis:  # this program's chunk
             chunk = self.fresh(f"chunk_{a.name}")
@@ -599,7 +608,10 @@ class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, ValueEmitte
         return addr, mask
 
     def compute(self, x: Stage, out: list) -> None:
-        """The body of an elementwise stage at its innermost point: compute, then store/keep."""
+        """The body of an elementwise stage (or a scan) at its innermost point: compute, then store/keep."""
+        if x.tensor.scan_axis is not None:
+            self.finish(x, self.scan_step(x, out), out)
+            return
         saved, self.stmts = self.stmts, out
         out.append(Comment(compute_text(x.tensor)))
         v = self.emit(x.tensor.body, x, {})

@@ -42,6 +42,10 @@ INTRINSICS = {
     "sigmoid": "sigmoid(x)", "floor": "floor(x)", "ceil": "ceil(x)", "exp2": "exp2(x)", "log2": "log2(x)",
     "sum": "sum(x, axis=d)", "max": "max(x, axis=d)", "min": "min(x, axis=d)",
     "reduce": "reduce(x, axis=d, op='max' | 'min'): a max or min that keeps NaN (torch's amax / amin)",
+    "cumsum": "cumsum(x, axis=d): the inclusive running sum along d", "cumprod": "cumprod(x, axis=d)",
+    "scan": "scan(x, axis=d, op='max' | 'min' | 'linear'): an associative scan along d (a cummax / cummin that "
+            "keeps NaN; 'linear': x a pair (a, b), the recurrence's pairs (tilec/lower/scans.py))",
+    "item": "item(x, index=n): element n of a tuple (a recurrence scan's pair)",
     "cdiv": "cdiv(a, b): ceil(a / b) of non-negative ints",
     "rand": "rand(seed, offset): Philox uniform in [0, 1)", "randn": "randn(seed, offset): Philox normal",
     "randint": "randint(seed, offset): Philox 32 random bits (unsigned)",

@@ -50,6 +50,10 @@ class NestPrinter:
             return f"{text if c.binding(e.x) >= c.POSTFIX else f'({text})'}.astype({e.dtype!r})"
         if isinstance(e, c.Expand):
             return self.ex(e.x)
+        if isinstance(e, c.Call) and e.fn == "scan":
+            return f"scan_{e.attr('op')}({self.ex(e.args[0])}, axis={e.attr('axis')})"
+        if isinstance(e, c.Call) and e.fn == "item":
+            return f"{self.ex(e.args[0])}[{e.attr('index')}]"
         if isinstance(e, c.Call):
             return f"{_SPELL.get(e.fn, e.fn)}({', '.join(self.ex(a) for a in e.args)})"
         if isinstance(e, c.Tanh):

@@ -43,6 +43,13 @@ HELPERS = {
            f"    return tl.{op}imum(a, b, propagate_nan=tl.PropagateNan.ALL)\n")
     for op, name in NAN_COMBINE.items()}
 
+# tl.associative_scan's combine function for a first-order linear recurrence h = a * h_prev + b (tc.linear_scan,
+# tilec/lower/scans.py): the pair (a1, b1) followed by (a2, b2) is (a1 * a2, a2 * b1 + b2)
+SCAN_LINEAR = "_linear_combine"
+HELPERS[SCAN_LINEAR] = (f"@triton.jit\ndef {SCAN_LINEAR}(a1, b1, a2, b2):\n"
+                        "    # (a1, b1) then (a2, b2): h -> a2 * (a1 * h + b1) + b2\n"
+                        "    return a1 * a2, a2 * b1 + b2\n")
+
 # float32 -> float8_e5m2 on the GPU. sm_90's conversion (cvt.rn.satfinite) saturates a value past the largest
 # finite one (57344) to it, infinities too; torch rounds it to +-inf from 61440 on (the tie between 57344 and
 # the 65536 the format has no room for goes to even: inf), as IEEE round to nearest does. The GPU form converts
@@ -194,6 +201,13 @@ class Printer:
             return f"tl.{e.fn}({args[0]}, axis={e.attr('axis')})"
         if e.fn == "reduce":
             return f"tl.reduce({args[0]}, {e.attr('axis')}, {NAN_COMBINE[e.attr('op')]})"
+        if e.fn in ("cumsum", "cumprod"):
+            return f"tl.{e.fn}({args[0]}, axis={e.attr('axis')})"
+        if e.fn == "scan":  # a cummax / cummin that keeps NaN, or a recurrence's pairs
+            fn = SCAN_LINEAR if e.attr("op") == "linear" else NAN_COMBINE[e.attr("op")]
+            return f"tl.associative_scan({args[0]}, {e.attr('axis')}, {fn})"
+        if e.fn == "item":
+            return f"{self.postfix_base(e.args[0])}[{e.attr('index')}]"
         if e.fn in _PLAIN:
             return f"tl.{e.fn}({', '.join(args)})"
         raise TypeError(f"no Triton spelling of the intrinsic {e.fn!r}")
@@ -315,13 +329,14 @@ def render_triton(kernel, form: Form = CUDA) -> str:
 
 
 def helpers(kernels, form: Form = CUDA) -> list[str]:
-    """The HELPERS that the kernels call in this form (a max or min reduction that keeps NaN, the GPU's
+    """The HELPERS that the kernels call in this form (a max or min reduction or scan that keeps NaN, a linear
+    recurrence's combine, the GPU's
     float8_e5m2 conversion, the interpreter's forms of libdevice functions), in a fixed order."""
     from tilec.lower.nest import expressions
 
     found = [e for k in kernels for e in expressions(k.body)]
-    ops = {e.attr("op") for e in found if isinstance(e, c.Call) and e.fn == "reduce"}
-    names = {NAN_COMBINE[op] for op in ops}
+    ops = {e.attr("op") for e in found if isinstance(e, c.Call) and e.fn in ("reduce", "scan")}
+    names = {SCAN_LINEAR if op == "linear" else NAN_COMBINE[op] for op in ops}
     if form.target != "cuda":
         names |= {LIBM_HELPERS[e.fn][0] for e in found if isinstance(e, c.Libm) and e.fn in LIBM_HELPERS}
     if form.target == "cuda" and any(isinstance(e, c.To) and e.dtype == "float8_e5m2" for e in found):

@@ -120,8 +120,9 @@ class Layout:
                 self.kind[a] = "tile"
                 f = self.index.factor(split)
                 if not _is_pow2(f):
+                    scan = stage.tensor.scan_axis in origin[a]  # a scan's tile is scanned whole: padded
                     if subtile_problem(f, spatial=a.kind == "spatial", root=root) is None \
-                            and self.subtiled is None:
+                            and self.subtiled is None and not scan:
                         self.subtiled = (a, f)  # power-of-two pieces (a multiple of 16 on the root's spatial axis)
                     else:  # the next power of two, its lanes past f masked off (`padded`)
                         self.padded[a] = 1 << (f - 1).bit_length()
@@ -176,6 +177,8 @@ class Layout:
             at = rest.index(self.hoisted[0][1])
             self.leaves = rest[:at] + moved + rest[at:]
         self.first_reduce = next((n for n, a in enumerate(self.loops) if a.kind == "reduce"), len(self.loops))
+        # a scan's loops: the first loop over its axis (where the carry starts; None: the tile holds the axis)
+        self.scan_level = _check_scan(self, fixed) if stage.tensor.scan_axis is not None else None
         self.warps = num_warps(stage, self, config) if root else None
 
     @property
@@ -218,6 +221,40 @@ class Layout:
             return self.loops.index(leaf)
         before = self.leaves[:self.leaves.index(leaf)]
         return max((self.loops.index(a) for a in before if a in self.loops), default=-1)
+
+
+def _check_scan(lay: Layout, fixed: set) -> int | None:
+    """The loop level where a scan stage's carry starts, after checking that its axis runs as
+    `tilec.lower.scans` lowers it: the axis's leaves are loops and at most one tile, none fused with another
+    axis, and no loop of another axis runs inside the scan's loops (the carry would have to hold a value per
+    iteration of it). isl checks the rest, as the scan reads its own element t - 1 (tilec/poly/model.py): that
+    the loops run t in order, and that no grid axis splits a row between programs (which run in parallel)."""
+    stage, t = lay.stage, lay.stage.tensor.scan_axis
+    name = stage.name
+    if t in fixed:
+        raise LoweringError(f"{name} is a scan along {t.name}, and where it is computed (compute_at) gives {t.name} its "
+                            f"values: each iteration of that loop would start the scan afresh. Compute {name} at a "
+                            f"loop outside {t.name} (or at root), where its own loops run the whole axis")
+    mine = [a for a in lay.leaves if t in lay.origin[a]]
+    for a in mine:
+        if len(lay.origin[a]) > 1:
+            others = ", ".join(sorted(b.name for b in lay.origin[a] if b is not t))
+            raise LoweringError(f"{name}.{a.name} fuses the scan axis {t.name} with {others}: a scan runs along {t.name} "
+                                f"in order, with a carry between its iterations; fuse only the other axes")
+    tiles = [a for a in mine if lay.kind[a] == "tile"]
+    if len(tiles) > 1:
+        raise LoweringError(f"{name}: the scan axis {t.name} has {len(tiles)} tile axes ({', '.join(a.name for a in tiles)}); "
+                            f"a scan takes at most one tile of its axis (tl.cumsum over it): split {t.name} so that "
+                            f"only its innermost part is a tile, the others serial loops")
+    loops = [n for n, a in enumerate(lay.loops) if t in lay.origin[a]]
+    if not loops:
+        return None
+    inner = [a for a in lay.loops[loops[0]:] if t not in lay.origin[a]]
+    if inner:
+        raise LoweringError(f"{name}: loop {inner[0].name} runs inside the scan loop {lay.loops[loops[0]].name} of {t.name}; "
+                            f"the carry between the scan's iterations would have to hold one value per {inner[0].name} "
+                            f"iteration. Reorder so that {name}'s other loops run outside its scan loops")
+    return loops[0]
 
 
 def _reads_any(t, stats, seen=()) -> bool:

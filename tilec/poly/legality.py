@@ -124,7 +124,9 @@ def message(v: Violation, sched, primitive: str) -> str:
     src_t, dst_t = sched.tensors[v.src.stage], sched.tensors[v.dst.stage]
     sink = f"{dst_t.name}[{', '.join(map(str, v.y[:dst_t.ndim]))}]"
     src_spatial = f"{src_t.name}[{', '.join(map(str, v.x[:src_t.ndim]))}]"
-    if v.src.stage == v.dst.stage:  # a reduction's own chain: show the reduce coordinates too
+    if v.src.stage == v.dst.stage and src_t.scan_axis is not None:  # a scan's element t carries element t - 1
+        sink = f"{dst_t.name}[{', '.join(map(str, v.y))}] (a {dst_t.body.name} along {dst_t.scan_axis.name})"
+    elif v.src.stage == v.dst.stage:  # a reduction's own chain: show the reduce coordinates too
         sink = f"the update {dst_t.name}[{', '.join(map(str, v.y))}]"
         src_spatial = f"the update {src_t.name}[{', '.join(map(str, v.x))}]"
     sizes = ", ".join(f"{k}={val}" for k, val in v.params.items())

@@ -2,7 +2,7 @@
 iteration domains, read and write accesses, and the dependences of the original program.
 
 Statements: a reduction stage T has `_init_T[i, j]` (T = identity) and `T[i, j, k]` (T = T op body);
-an elementwise stage has `T[i, j]`. Inlined stages are substituted into their readers first. Sizes are
+an elementwise stage has `T[i, j]`; a scan along j is one too, which reads its own `T[i, j - 1]` (the carry). Inlined stages are substituted into their readers first. Sizes are
 isl parameters. Dependences (flow, anti, output) come from `UnionAccessInfo.compute_flow` on the
 definition order (stages in topological order, each nest in its natural order), as PPCG computes them.
 """
@@ -100,6 +100,9 @@ class PolyModel:
             if s.kind != "init":
                 body = t.body.body if isinstance(t.body, Reduce) else t.body
                 reads += self._reads(s, body)
+            if t.scan_axis is not None:  # a scan's element t carries element t - 1 of its own axis
+                prev = ", ".join(f"{s.names[a]} - 1" if a is t.scan_axis else s.names[a] for a in t.axis)
+                reads.append(f"{s.name}[{s.vars}] -> {t.name}[{prev}]")
         self.reads = self._union_map(reads).intersect_domain(self.domain)
         self.writes = self._union_map(writes).intersect_domain(self.domain)
         self.order = self._original_order()

@@ -8,7 +8,8 @@ loops.
 A root stage is tiled on its last two spatial axes and its last reduce axis, the remaining outer
 spatial loops are fused into one grid axis (`program_id.0`), and reductions loop over tiles of any
 length. A stage placed with compute_at but otherwise untouched gets the same tiles on the axes that
-its place does not fix, run as serial loops.
+its place does not fix, run as serial loops. A scan runs along its axis in one program: that axis is
+the innermost serial loop over tiles (`_default_scan`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ def default_stage(stage: Stage, fixed=frozenset()) -> Stage:
     """A fresh stage for `stage.tensor` with the default schedule; axes in `fixed` are left alone."""
     st = Stage(stage.sched, stage.tensor, detached=True)
     t = stage.tensor
+    if t.scan_axis is not None and t.scan_axis not in fixed:
+        return _default_scan(stage, st, fixed)
     spatial = [a for a in t.axis if a not in fixed]
     reduce = [a for a in t.reduce_axis if a not in fixed]
     sizes = _tile_sizes(len(spatial), bool(reduce))
@@ -95,3 +98,25 @@ def default_trace(stage: Stage, fixed: Iterable[IterVar] = frozenset()) -> Trace
     t = stage.tensor
     axes = {stage.name: (tuple(a.name for a in t.axis), tuple(a.name for a in t.reduce_axis))}
     return Trace(default_stage(stage, fixed).steps, axes) if stage.kind == "compute" else Trace()
+
+
+def _default_scan(stage: Stage, st: Stage, fixed) -> Stage:
+    """A scan along axis t: t split by 256, its outer part the innermost serial loop (a carry between its
+    iterations) and its inner part a tile; the last other axis tiled by 16 (their rows scanned at once),
+    the remaining outer loops fused into one grid axis, as a root stage's are."""
+    t = stage.tensor.scan_axis
+    others = [a for a in stage.tensor.axis if a not in fixed and a is not t]
+    to, ti = st.split(t, 256)
+    outers, inners = others[:-1], []
+    if others:
+        o, i = st.split(others[-1], 16)
+        outers, inners = others[:-1] + [o], [i]
+    fixed_leaves = [a for a in st.leaves if a in fixed]
+    st.reorder(*fixed_leaves, *outers, to, *inners, ti)
+    if stage.attach is None and outers:
+        g = outers[0]
+        for nxt in outers[1:]:
+            g = st.fuse(g, nxt)
+        st.bind(g, "program_id.0")
+    st.warps = stage.warps
+    return st

@@ -622,7 +622,8 @@ class Stage:
         Raises:
             ArgumentError: `stage` is this one, or either stage already joins a loop.
             IllegalScheduleError: one stage reads the other.
-            LoweringError: `axis` is a tile axis (the message names a loop to use instead).
+            LoweringError: `axis` is a tile axis (the message names a loop to use instead), or a stage is a
+                scan (its loops carry a value between iterations).
 
         Example:
             >>> k2 = tc.reduce_axis(K, name="k2")
@@ -640,6 +641,12 @@ class Stage:
             Stage(U)
         """
         self._require_compute("compute_with")
+        for st in (self, stage):
+            if isinstance(st, Stage) and st.tensor.scan_axis is not None:
+                raise LoweringError(f"compute_with({self.name}, {stage.name}...): {st.name} is a scan (along "
+                                    f"{st.tensor.scan_axis.name}), whose loops carry a value between iterations; "
+                                    f"scans do not share a loop with another stage. Place a reader of {st.name} "
+                                    f"in its loops with compute_at instead")
         axis = self._place(stage, axis, "compute_with", "s[G]", "cannot be fused with its own loop")
         split = stage._tile_split(axis)
         if split is not None:
@@ -810,7 +817,7 @@ class Stage:
             This stage.
 
         Raises:
-            ArgumentError: this stage is a reduction (use compute_at) or an output of the schedule, or a cache.
+            ArgumentError: this stage is a reduction or a scan (use compute_at) or an output of the schedule, or a cache.
 
         Example:
             >>> E = tc.compute((M, K), lambda r, c: tc.exp(A[r, c]), name="E")
@@ -824,6 +831,10 @@ class Stage:
             raise ArgumentError(f"compute_inline: {self.name} is a reduction over "
                                 f"{', '.join(a.name for a in self.tensor.reduce_axis)}; only elementwise "
                                 f"stages can be inlined. Use compute_at to fuse it instead")
+        if self.tensor.scan_axis is not None:
+            raise ArgumentError(f"compute_inline: {self.name} is a scan along {self.tensor.scan_axis.name} (each element "
+                                f"needs the ones before it, carried by its own loop); only elementwise stages can be "
+                                f"inlined. Place its reader in its loops with compute_at instead")
         if self.tensor in self.sched.outputs:
             raise ArgumentError(f"compute_inline: {self.name} is an output of the schedule and must be stored")
         self._record("compute_inline")
