@@ -44,8 +44,9 @@ NAMES = [
     "histogram",
     "kv_cache_write",
     "varlen_decode_attention",
+    "cumsum",
 ]
 
 REFUSED = [
-    "cumsum",
+    "moe_scatter",
 ]
