@@ -2,7 +2,7 @@
 run through the Triton interpreter and compared with a float64 PyTorch reference.
 
     TRITON_INTERPRET=1 python scripts/fuzz.py --cases 500 --seed 0 [--jobs 1] [--timeout 60]
-        [--time-budget SECONDS] [--save-failures DIR] [--no-reduce] [--show SEED]
+        [--time-budget SECONDS] [--save-failures DIR] [--no-reduce] [--show SEED] [--family scan]
 
 Prints the figures (cases, refused by reason with LoweringError reasons apart, correct, wrong, internal,
 hung, crash) and, for each distinct failure, its seeds and a reduced standalone reproduction script.
@@ -38,7 +38,11 @@ def main(argv=None) -> int:
     ap.add_argument("--per-signature", type=int, default=1, help="failures reduced per distinct signature")
     ap.add_argument("--show", type=int, default=None, help="print the script of case SEED and exit")
     ap.add_argument("--quiet", action="store_true", help="do not log each failure as it happens")
+    ap.add_argument("--family", default=None, choices=["elementwise", "reduce", "gemm", "norm", "random", "online",
+                                                        "scan"], help="draw every case from this family")
     a = ap.parse_args(argv)
+    if a.family:  # read by tests/fuzz/gen.py in every worker (the same seed then gives another case)
+        os.environ["TILEC_FUZZ_FAMILY"] = a.family
     os.chdir(ROOT)
     from tests.fuzz import gen, run
 

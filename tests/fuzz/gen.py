@@ -29,6 +29,7 @@ other exception stops the case as an internal error, at that statement.
 from __future__ import annotations
 
 import math
+import os
 import random
 import traceback
 from collections.abc import Callable
@@ -43,6 +44,14 @@ KNOB_NAMES = ("BA", "BB", "BC", "BD")
 MAX_GRID = 6000        # elements of the largest index grid of a compute (spatial x reduce)
 MAX_TENSOR = 2500      # elements of a tensor
 ONLINE_SHARE = 0.12    # the share of seeds that are fam_online cases (decided by a stream of their own)
+
+
+SCAN_SHARE = 0.10      # the share of the other seeds that are fam_scan cases (a stream of their own too)
+
+
+def seed_mix_scan(seed: int) -> int:
+    """The seed of the stream that decides whether a case is fam_scan (apart, as `seed_mix`)."""
+    return (seed * 0x85EBCA77 + 0x5CA7) % (1 << 61)
 
 
 def seed_mix(seed: int) -> int:
@@ -578,6 +587,48 @@ class Generator:
                 outs.append(self.compute("Z", c_dims, zbody))
                 outs.remove(Y) if rng.random() < 0.5 else None
         return outs
+
+    def fam_scan(self) -> list[str]:
+        """A scan (tc.cumsum / cumprod / cummax / cummin / linear_scan) along one axis of a 1-3-d compute, of an
+        expression of inputs, and a reader of it (elementwise, at shifted positions or the row's last one)."""
+        rng = self.rng
+        rank = rng.choice([1, 2, 2, 3])
+        names = self.make_sizes(rank)
+        p_shift = 0.0 if rng.random() < 0.6 else 0.2
+        op = rng.choice(["cumsum", "cumsum", "cummax", "cummin", "cumprod", "linear_scan"])
+        cat = "f" if op in ("cumprod", "linear_scan") or rng.random() < 0.75 else "i"
+        X = self.placeholder("X", names, self.in_dtype("fff" if cat == "f" else "i"))
+        srcs = [X]
+        if op == "linear_scan":
+            srcs.append(self.placeholder("A", names, self.in_dtype("f")))
+        params = ["i", "j", "h"][:rank]
+        axes = list(zip(params, names))
+        ax = params[rng.randrange(rank)]
+        ctx = _Ctx(axes, [X], p_shift)
+        body = self.expr(ctx, cat, [self.read(X, axes, p_shift)], rng.randint(0, 1))
+        if op == "cumprod":  # near 1, so that products of a few hundred stay finite
+            code = f"(1.0 + 0.05 * tc.tanh({self.to_cat(body, 'f').code}))"
+        elif op == "linear_scan":
+            code = f"tc.sigmoid({self.read(srcs[1], axes, 0.0).code}), {self.to_cat(body, 'f').code}"
+        else:
+            code = body.code
+        acc = rng.choice([None, None, "float32"]) if cat == "f" else None
+        acc_txt = f", acc_dtype={acc!r}" if acc else ""
+        dtype = self.dtype_for(cat) if cat == "f" else None
+        shape = "(" + ", ".join(names) + ("," if rank == 1 else "") + ")"
+        dt = f", dtype={dtype!r}" if dtype else ""
+        self.compute_line(f"S = tc.compute({shape}, lambda {', '.join(params)}: tc.{op}({code}, axis={ax}{acc_txt}), "
+                          f"name='S'{dt})")
+        t = self.ns["S"]
+        self.tensors["S"] = dict(dims=list(names), dtype=t.dtype, kind="compute", red=[], reduce=False)
+        if rng.random() < 0.4:
+            return ["S"]
+
+        def ybody(axes):
+            ctx = _Ctx(axes, ["S", X], p_shift)
+            return self.expr(ctx, "f", [self.read("S", axes, p_shift)], rng.randint(0, 1))
+        Y = self.compute("Y", names, ybody, dtype=self.dtype_for("f"))
+        return [Y] if rng.random() < 0.7 else ["S", Y]
 
     def fam_gemm(self) -> list[str]:
         rng = self.rng
@@ -1585,6 +1636,9 @@ class Generator:
         fam = rng.choices(["elementwise", "reduce", "gemm", "norm", "random"], weights=[25, 25, 20, 12, 18])[0]
         if random.Random(seed_mix(self.seed)).random() < ONLINE_SHARE:  # drawn apart: other seeds are as before
             fam = "online"
+        elif random.Random(seed_mix_scan(self.seed)).random() < SCAN_SHARE:
+            fam = "scan"
+        fam = os.environ.get("TILEC_FUZZ_FAMILY", fam)  # a campaign of one family (scripts/fuzz.py --family)
         self.case.family = fam
         self.ns["SIZES"] = self.case.sizes
         # the sizes must exist before the compute statements run: define them up front, fix values later

@@ -43,6 +43,7 @@ from tilec.ir.expr import (
     IterVar,
     Load,
     Reduce,
+    Scan,
     SizeVar,
     Unary,
     Where,
@@ -288,6 +289,15 @@ class Oracle:
             view = [1] * nd
             view[n] = full[n]
             grid[a] = exact(torch.arange(full[n], dtype=torch.int64).view(view), "i")
+        if isinstance(body, Scan):  # the operands over the output's grid, then the scan along its axis
+            ops = []
+            for e in body.operands:
+                x = self._placed(self.expr(e, grid))
+                ops.append(V(torch.broadcast_to(x.val, full), torch.broadcast_to(x.err, full),
+                             torch.broadcast_to(x.unc, full), x.cat, x.weak))
+            res = self._placed(convert(self._scan(body, ops, list(t.axis).index(body.axis)), t.dtype))
+            return V(res.val.contiguous(), torch.broadcast_to(res.err, shape).contiguous(),
+                     torch.broadcast_to(res.unc, shape).contiguous(), res.cat)
         expr = body.body if isinstance(body, Reduce) else body
         v = self._placed(self.expr(expr, grid))
         v = V(torch.broadcast_to(v.val, full), torch.broadcast_to(v.err, full), torch.broadcast_to(v.unc, full),
@@ -356,6 +366,72 @@ class Oracle:
         if acc in ("float16", "bfloat16"):  # rounding is monotonic: the max of the rounded values
             out = round_float(out, acc)
         return out
+
+    def _scan(self, scan: Scan, ops: list[V], dim: int) -> V:
+        """A scan along `dim`, with a bound that holds in any order of combining: the kernel scans a tile as a
+        tree and adds the carry (tilec/lower/scans.py), torch loops in order. Element t is a sum (product,
+        max) of t + 1 terms; a recurrence's h[t] = sum_s (prod_{s<r<=t} a_r) b_s, its products and sums up
+        to t + 1 long. Where an order could turn an infinity into NaN (or back), the element is undecided."""
+        acc = scan.dtype
+        n = ops[0].val.shape[dim]
+        count = torch.arange(1, n + 1, dtype=torch.float64, device=self.device)
+        count = count.view([n if d == dim else 1 for d in range(ops[0].val.dim())])
+        unc = ops[0].unc.cumsum(dim) > 0
+        for v in ops[1:]:
+            unc = unc | (v.unc.cumsum(dim) > 0)
+        if cat_of(acc) == "i":
+            x = convert(ops[0], acc)
+            unc = unc | (x.unc.cumsum(dim) > 0)
+            lo, hi = INT_RANGE[acc]
+            if scan.op == "sum":
+                unc = unc | (x.val.abs().cumsum(dim) > hi)
+                return V(x.val.cumsum(dim), ZERO, unc, "i")
+            fn = torch.cummax if scan.op == "max" else torch.cummin
+            return V(fn(x.val, dim).values, ZERO, unc, "i")
+        u = {"float64": 2.0 ** -53, "float32": U32, "float16": 2.0 ** -11, "bfloat16": 2.0 ** -8}.get(acc, U32)
+        xs = [as_float(v) for v in ops]
+        es = [torch.broadcast_to(v.err if v.cat == "f" else ZERO, v.val.shape).nan_to_num(0.0, math.inf, math.inf)
+              for v in ops]
+        nonfin = torch.zeros_like(unc)
+        for x in xs:
+            nonfin = nonfin | (~torch.isfinite(x)).cumsum(dim).gt(0)
+        if scan.op in ("max", "min"):
+            fn = torch.cummax if scan.op == "max" else torch.cummin
+            out = V(fn(xs[0], dim).values, torch.cummax(es[0], dim).values, unc, "f")
+            return round_float(out, acc) if acc in ("float16", "bfloat16") else out
+        if scan.op == "sum":
+            mag = xs[0].abs().nan_to_num(0.0, 0.0, 0.0).cumsum(dim)
+            err = es[0].cumsum(dim) + (count + 2) * u * mag + TINY * (count + 2)
+            val = xs[0].cumsum(dim)
+            unc = unc | (mag + err >= MAXFIN[acc] * 0.5)  # an infinity or NaN: the same in any order
+            return V(val, torch.where(torch.isfinite(val), err, ZERO), unc, "f")
+        if scan.op == "prod":
+            mag = xs[0].abs().cumprod(dim)
+            rel = torch.where(es[0] == 0, ZERO, es[0] / xs[0].abs())  # inf where a term 0 has an error
+            grow = (1 + rel).cumprod(dim) * (1 + u) ** (count + 2) - 1
+            val = xs[0].cumprod(dim)
+            err = _unknown_nan(mag * grow) + TINY * (count + 2)
+            unc = unc | nonfin | ~torch.isfinite(err) | (mag >= MAXFIN[acc] * 0.5) | ((mag < 1e-30) & (mag > 0))
+            return V(val, torch.where(torch.isfinite(val), err, ZERO), unc, "f")
+        # linear: h = a * h + b, sequentially in float64; M the recurrence of the magnitudes, E of the errors
+        a, b = xs
+        ea, eb = es
+        h = torch.zeros_like(a.select(dim, 0))
+        m = torch.zeros_like(h)
+        e = torch.zeros_like(h)
+        vals, mags, errs = [], [], []
+        for t in range(n):
+            at, bt = a.select(dim, t), b.select(dim, t)
+            e = (at.abs() + ea.select(dim, t)) * e + ea.select(dim, t) * m + eb.select(dim, t)
+            m = at.abs() * m + bt.abs()
+            h = at * h + bt
+            vals.append(h)
+            mags.append(m)
+            errs.append(e)
+        val, mag, err = (torch.stack(z, dim) for z in (vals, mags, errs))
+        err = _unknown_nan(err + 2 * (count + 2) * u * mag) + TINY * (count + 2)
+        unc = unc | nonfin | ~torch.isfinite(mag) | (mag >= MAXFIN[acc] * 0.5)
+        return V(val, torch.where(torch.isfinite(val), err, ZERO), unc, "f")
 
     # -- expressions ------------------------------------------------------------------------------
     def expr(self, e: Expr, grid: dict) -> V:
