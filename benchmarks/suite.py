@@ -39,6 +39,7 @@ memory (< MAX_BYTES). It shows that the code paths run and that torch_ref is rig
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import itertools
 import json
@@ -49,6 +50,7 @@ import subprocess
 import sys
 import time
 import traceback
+import types
 from pathlib import Path
 
 import torch
@@ -242,6 +244,8 @@ def tilec_best(name, mod, xs, refs, draws, a, allow_s) -> dict:
             t, rec = None, {"config": cfg}
             try:
                 k = tc.build(s, args, config=cfg)
+                if getattr(mod, "CALL", None):
+                    k = functools.partial(k, **mod.CALL)
                 outs = k(*xs)
                 sync()
                 chk = compare(outs, refs, draws)
@@ -277,11 +281,26 @@ def tilec_best(name, mod, xs, refs, draws, a, allow_s) -> dict:
     return row
 
 
+def bound(mod, sizes):
+    """`mod` with its torch_ref, reference and original taking the sizes that no tensor holds (`CALL_SIZES`, given
+    to a tilec kernel by name) from `sizes`; the kernel's call takes them from `.CALL`."""
+    given = {n: sizes[n] for n in getattr(mod, "CALL_SIZES", ())}
+    if not given:
+        return mod
+    ns = types.SimpleNamespace(**{k: getattr(mod, k) for k in dir(mod) if not k.startswith("__")})
+    for fn in ("torch_ref", "reference", "original"):
+        if hasattr(mod, fn):
+            setattr(ns, fn, functools.partial(getattr(mod, fn), **given))
+    ns.CALL = given
+    return ns
+
+
 def small_check(mod, draws) -> dict:
     """torch_ref against the module's float64 `reference` at SIZES[0] on this device."""
     torch.manual_seed(1)
     try:  # the dtypes must be the kernel's exactly: compare() fails a dtype that differs
         xs = mod.inputs(mod.SIZES[0], DEVICE)
+        mod = bound(mod, mod.SIZES[0])
         return compare(mod.torch_ref(*xs), mod.reference(*xs), draws)
     except Exception as e:  # noqa: BLE001 - recorded in the row
         return {"ok": False, "why": short(e)}
@@ -293,6 +312,7 @@ def meta_bytes(mod) -> dict:
     out = {}
     try:
         xs = mod.inputs(mod.BENCH, "meta")
+        mod = bound(mod, mod.BENCH)
         out["bench_in_bytes"] = nbytes(xs)
         out["bench_out_bytes"] = nbytes(as_tuple(mod.torch_ref(*xs)))
     except Exception as e:  # noqa: BLE001 - some ops (data-dependent indexing) have no meta kernel: not an error
@@ -376,6 +396,7 @@ def run_kernel(row, a, bw_tb_s, allow_s) -> dict:
     row["sizes"] = sizes
     torch.manual_seed(0)
     xs = mod.inputs(sizes, DEVICE)
+    mod = bound(mod, sizes)  # the sizes no tensor holds, given to every call from here on
     row["in_bytes"] = nbytes(xs)
     try:
         refs = as_tuple(mod.torch_ref(*xs))

@@ -45,6 +45,7 @@ NAMES = [
     "kv_cache_write",
     "varlen_decode_attention",
     "cumsum",
+    "padded_vocab_softmax",
 ]
 
 REFUSED = [

@@ -9,6 +9,8 @@ Every kernel module of the suite (`suite/<name>.py`, listed in `suite/__init__.p
   or the fast one, a hand schedule with knobs;
 - `inputs(sizes, device)` -> the torch tensors the kernel takes (fresh random values, never zeros);
 - `reference(*inputs)` -> the outputs PyTorch computes (a tuple where there are several);
+- optional `CALL_SIZES`: the sizes no input's shape holds, which a call gives by name (`kernel(x, V=...)`);
+  `reference`, `torch_ref` and `original` take them by name too;
 - optional `SPECIAL = False` with a comment why, where NaN/Inf inputs mean nothing (an index, a mask), and
   `TOLERANCE`, a dict of dtype -> relative error bound that replaces `TOLERANCE` below for that kernel.
 
@@ -150,5 +152,6 @@ def run(module, fast: bool, sizes: dict, which: str = "plain", config: dict | No
     s, args = module.make(fast)
     kernel = tc.build(s, args, config=config)
     xs = variant(module.inputs(sizes, device()), which, seed)
-    refs = module.reference(*xs)
-    return check(kernel(*xs), refs, getattr(module, "TOLERANCE", None))
+    given = {n: sizes[n] for n in getattr(module, "CALL_SIZES", ())}  # in no input's shape: given by name
+    refs = module.reference(*xs, **given)
+    return check(kernel(*xs, **given), refs, getattr(module, "TOLERANCE", None))

@@ -70,7 +70,8 @@ def test_module_is_complete(name):
     mod = _module(name)
     assert mod.__doc__ and isinstance(mod.ORIGINAL, str) and len(mod.ORIGINAL) > 20
     def has_one(sizes):
-        outs = mod.reference(*mod.inputs(sizes, "cpu"))
+        given = {n: sizes[n] for n in getattr(mod, "CALL_SIZES", ())}
+        outs = mod.reference(*mod.inputs(sizes, "cpu"), **given)
         return 1 in sizes.values() or any(1 in o.shape for o in (outs if isinstance(outs, tuple) else (outs,)))
     assert mod.SIZES and any(has_one(sizes) for sizes in mod.SIZES), "no size-1 dimension among SIZES or outputs"
     for attr in ("make", "inputs", "reference"):
@@ -100,17 +101,17 @@ def test_suite_lists_every_module():
 
 @pytest.mark.slow
 def test_gpu_benchmark_paths_run_on_a_cpu(tmp_path):
-    """benchmarks/suite.py (the GPU table) on a CPU with `--cpu-check`: three kernels through every path (configs
-    checked against the native-dtype `torch_ref`, eager, torch.compile, the JSON), so that it cannot rot between
-    the GPU runs that use it."""
+    """benchmarks/suite.py (the GPU table) on a CPU with `--cpu-check`: four kernels through every path (configs
+    checked against the native-dtype `torch_ref`, eager, torch.compile, the JSON; a size given at the call), so
+    that it cannot rot between the GPU runs that use it."""
     import json
     import subprocess
 
     root = Path(__file__).resolve().parent.parent
     out = tmp_path / "suite.json"
     p = subprocess.run([sys.executable, str(root / "benchmarks" / "suite.py"), "--cpu-check", "--only",
-                        "layer_norm,dropout,halide_blur_u16", "--json", str(out)], capture_output=True, text=True,
-                       cwd=root, timeout=300)
+                        "layer_norm,dropout,halide_blur_u16,padded_vocab_softmax", "--json", str(out)],
+                       capture_output=True, text=True, cwd=root, timeout=300)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     assert "with a failure (tilec, torch_ref, BENCH's memory): none" in p.stdout, p.stdout[-2000:]
     assert "torch.compile failed: none" in p.stdout

@@ -97,6 +97,15 @@ def bound_sizes(inputs: list[Tensor]) -> dict[str, tuple[str, int, object]]:
     return sizes
 
 
+def call_sizes(tensors, inputs: list[Tensor]) -> list[str]:
+    """The sizes of `tensors` (a schedule's: shapes and extents) that no input's shape gives (`bound_sizes`): a
+    call passes them by name, `kernel(x, V=50257)`, as a runtime vocabulary size. In first-use order."""
+    from tilec.ir.tensor import sizes_of
+
+    bound = bound_sizes(inputs)
+    return [n for n in sizes_of(list(tensors)) if n not in bound]
+
+
 def read_sizes(inputs: list[Tensor], shapes: list) -> dict[str, int]:
     """The sizes' values for inputs of these `shapes` (`bound_sizes`' reading; a divisor of 0 reads 0). The values
     are the shapes' own (a torch.export trace's symbolic ints stay symbolic)."""
@@ -128,9 +137,10 @@ def launch_source(program, inputs: list[Tensor], outputs: list[Tensor],
     cfg = lambda e: _py(e, config)  # noqa: E731
     sched = program.sched
     sizes = bound_sizes(inputs)
+    given = call_sizes(sched.tensors.values(), inputs)  # keyword arguments of `launch`
     in_names = [t.name for t in inputs]
     out_names = [t.name for t in outputs]
-    users = set(in_names) | set(out_names) | set(program.buffers) | set(program.workspaces) | set(sizes)
+    users = set(in_names) | set(out_names) | set(program.buffers) | set(program.workspaces) | set(sizes) | set(given)
     users |= {p.name for k in program.kernels for p in k.params}
     kref = {k.name: f"_{k.name}" if k.name in users else k.name for k in program.kernels}
 
@@ -158,17 +168,22 @@ def launch_source(program, inputs: list[Tensor], outputs: list[Tensor],
         "",
         "",
     ]
-    sig = ", ".join(in_names + (["*"] + [f"{n}=None" for n in out_names] if out_names else []))  # no inputs: (*, Y=None)
+    keywords = given + [f"{n}=None" for n in out_names]
+    sig = ", ".join(in_names + (["*"] + keywords if keywords else []))  # no inputs: (*, Y=None)
     ret = ", ".join(out_names) if out_names else "None"
     lines.append(f"def launch({sig}):")
     doc = (f"{ret} = launch({', '.join(in_names)}): the kernels of this file in order "
            f"({', '.join(k.name for k in program.kernels)}); outputs may be passed by keyword, else they are "
-           f"allocated")
+           f"allocated" + (f"; the sizes {', '.join(given)} are given by keyword (no input's shape holds them)"
+                           if given else ""))
     lines.append(f'    """{doc}."""')
     lines.append(f"    _device = {in_names[0]}.device" if in_names else
                  "    _device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')")
     for name, (t, d, divisor) in sizes.items():
         lines.append(f"    {name} = {t}.shape[{d}]" + ("" if divisor is None else f" // max({cfg(divisor)}, 1)"))
+    for name in given:
+        lines.append(f"    if isinstance({name}, bool) or not isinstance({name}, int) or {name} < 0:")
+        lines.append(f"        raise ValueError(f\"size {name} must be an int >= 0, got {{{name}!r}}\")")
     for t in inputs:
         shape = tup([cfg(e) for e in t.shape])
         lines.append(f"    if tuple({t.name}.shape) != {shape} or {t.name}.dtype != {_torch_dtype(t.dtype)}:")
@@ -262,12 +277,12 @@ def launch_source(program, inputs: list[Tensor], outputs: list[Tensor],
         "    torch.manual_seed(0)",
         "    _inputs = [",
     ]
-    needed = list(sizes)
+    needed = list(sizes) + given
     for t in inputs:
         shape = tup([_py(e, config, lambda n: f"_sizes[{n!r}]") for e in t.shape])
         lines.append(f"        _random_tensor({shape}, {_torch_dtype(t.dtype)}, _device),  # {t.name}")
     lines.append("    ]")
-    lines.append("    _outs = launch(*_inputs)")
+    lines.append(f"    _outs = launch(*_inputs{''.join(f', {n}=_sizes[{n!r}]' for n in given)})")
     lines.append("    _outs = _outs if isinstance(_outs, tuple) else (_outs,)")
     lines.append(f"    for _name, _x in zip({out_names!r}, _outs):")
     lines.append("        print(f'{_name}: shape {tuple(_x.shape)} {_x.dtype}, sum {_x.double().sum().item():.6g}')")

@@ -108,6 +108,10 @@ def as_op(target, name: str):
     if not inputs:
         raise ArgumentError(f"as_op({name!r}): the kernel has no input tensors, so a call says neither the device "
                             f"nor the sizes; a custom op needs at least one tensor input")
+    if shape_kernel.call_sizes:
+        raise ArgumentError(f"as_op({name!r}): the size {', '.join(shape_kernel.call_sizes)} is in no input's shape "
+                            f"(a call gives it by name); a custom op reads its sizes from its tensors here. Give "
+                            f"the kernel an input whose shape holds it")
     # Import Triton now, the way tilec needs it (with TRITON_INTERPRET=1 set first where there is no GPU):
     # torch.compile imports Triton itself, and a Triton imported without it cannot run the interpreter.
     triton_compat.triton()

@@ -21,8 +21,8 @@ import torch
 
 from tilec.errors import ArgumentError, LoweringError, TilecError
 from tilec.ir.expr import SizeVar, evaluate, size_text
-from tilec.ir.tensor import Tensor, sizes_of
-from tilec.lower.launch import bound_sizes, launch_source, read_sizes
+from tilec.ir.tensor import Tensor
+from tilec.lower.launch import bound_sizes, call_sizes, launch_source, read_sizes
 from tilec.lower.passes import log_names
 from tilec.lower.program import Program
 from tilec.plan.check import at_sizes
@@ -147,12 +147,9 @@ class Kernel:
         self.config = dict(self.program.config)
         self.path: Path | None = None  # the kernel file the last call ran (a runnable module: `dump`)
         self._sizes = bound_sizes(self.inputs)  # name -> (input, dimension, divisor): how a call reads it
-        need = set(sizes_of(sched.tensors.values()))
-        unbound = sorted(need - set(self._sizes))
-        if unbound:
-            raise ArgumentError(f"build: size {', '.join(unbound)} appears in no input's shape as a dimension (the "
-                                f"size itself, or a product of it with ints and sizes read from other dimensions, "
-                                f"such as 3 * C), so it cannot be read from the tensors at call time")
+        # the sizes no input's shape gives (a dimension, or a product of it with ints and sizes read from other
+        # dimensions, such as 3 * C): each call gives them by name, kernel(x, V=50257)
+        self.call_sizes = call_sizes(sched.tensors.values(), self.inputs)
 
     def _program(self, int64: bool, descriptors: bool = True, assume: tuple = ()) -> Program:
         """The program in the form a call needs: int64 indices past 2**31 (then pointer loads), tensor
@@ -200,7 +197,7 @@ class Kernel:
 
     def _check_sizes(self, what: str, sizes: dict) -> dict[str, int]:
         """Sizes given by name for `what`: every size of the inputs, ints >= 0, meeting the kernel's facts."""
-        need = list(bound_sizes(self.inputs))
+        need = list(bound_sizes(self.inputs)) + self.call_sizes
         missing = [n for n in need if n not in sizes]
         extra = [n for n in sizes if n not in need]
         if missing or extra:
@@ -269,7 +266,7 @@ class Kernel:
             else:
                 xs.append(torch.randint(-8, 8, shape, device=device).to(dt))
         with torch.no_grad():
-            self(*xs)
+            self(*xs, **{n: sizes[n] for n in self.call_sizes})
         # the file's example sizes are the first call's of its form: these sizes, in the dumped copy
         text = re.sub(r"^_EXAMPLE_SIZES = .*$", lambda _: f"_EXAMPLE_SIZES = {sizes!r}", self.path.read_text(),
                       count=1, flags=re.M)
@@ -304,7 +301,29 @@ class Kernel:
         one unknown factor), unchecked: `_bind` checks the shapes against them."""
         return read_sizes(self.inputs, [x.shape for x in tensors])
 
-    def _bind(self, tensors, check_device: bool = True, check_specialize: bool = True) -> dict[str, int]:
+    def given_sizes(self, sizes: dict) -> dict[str, int]:
+        """The sizes a call gives by name (`call_sizes`: in no input's shape), checked: each of them, ints >= 0,
+        and no other (a size an input's shape holds is read from it)."""
+        for name in sizes:
+            if name in self._sizes:
+                t, d, _ = self._sizes[name]
+                raise ArgumentError(f"size {name} is read from {t}'s shape (dimension {d}); give only the sizes no "
+                                    f"input's shape holds ({', '.join(self.call_sizes) or 'none'})")
+            if name not in self.call_sizes:
+                raise ArgumentError(f"unexpected keyword {name}: not a size of this kernel; the sizes a call gives "
+                                    f"by name are {', '.join(self.call_sizes) or 'none'} (the others are read from "
+                                    f"the tensors' shapes)")
+        missing = [n for n in self.call_sizes if n not in sizes]
+        if missing:
+            raise ArgumentError(f"size {', '.join(missing)} is in no input's shape, so the call gives it: "
+                                f"kernel(..., {', '.join(f'{n}=...' for n in missing)})")
+        for name, value in sizes.items():
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ArgumentError(f"size {name} must be an int >= 0, got {value!r}")
+        return {n: sizes[n] for n in self.call_sizes}
+
+    def _bind(self, tensors, check_device: bool = True, check_specialize: bool = True,
+              given: dict | None = None) -> dict[str, int]:
         """Check the input tensors and bind the sizes from their shapes. A custom op's fake implementation
         (tilec/runtime/custom_op.py) skips the device check (meta and fake tensors) and, for a Tuned, the
         specialization check (its per-shape kernels are dispatched by shape)."""
@@ -328,7 +347,7 @@ class Kernel:
             raise ArgumentError(f"tensors are on {device} but this kernel runs on {want} "
                                 f"({'a CUDA device' if want == 'cuda' else 'Triton interpreter, no CUDA device'}); "
                                 f"move them with .to({want!r})")
-        env = self.read_sizes(tensors)
+        env = self.read_sizes(tensors) | (given or {})
         for t, x in zip(self.inputs, tensors):
             want_shape = [evaluate(e, env) for e in t.shape]
             if list(x.shape) != want_shape:
@@ -345,10 +364,12 @@ class Kernel:
                                     f"tc.assume({fact}) this kernel was compiled with (its masks rely on it)")
         return env
 
-    def __call__(self, *tensors: torch.Tensor,
-                 out: torch.Tensor | list[torch.Tensor] | None = None) -> torch.Tensor | tuple[torch.Tensor, ...]:
+    def __call__(self, *tensors: torch.Tensor, out: torch.Tensor | list[torch.Tensor] | None = None,
+                 **sizes: int) -> torch.Tensor | tuple[torch.Tensor, ...]:
         """Run the kernels on torch tensors: the inputs in `args` order, returning the output (a tuple of
-        them for several), allocated, or written into `out=` (or passed after the inputs).
+        them for several), allocated, or written into `out=` (or passed after the inputs). A size that no
+        input's shape holds (`kernel.call_sizes`, such as a runtime vocabulary size) is given by name:
+        `kernel(x, V=50257)`.
 
         The first call with given shapes, strides and dtypes checks everything (shapes against the
         sizes and `tc.assume` facts, dtypes, device, dense layout) and keeps the launches; later calls
@@ -358,6 +379,7 @@ class Kernel:
         Args:
             *tensors: the input tensors (then, optionally, the output tensors).
             out: an output tensor, or a list of them, to write instead of allocating.
+            **sizes: the sizes in no input's shape (`call_sizes`), by name; no others.
 
         Returns:
             The output tensor, or a tuple of them when the kernel has several outputs.
@@ -365,7 +387,7 @@ class Kernel:
         Raises:
             ArgumentError: a tensor of the wrong number of dimensions, shape, dtype, device or layout;
                 sizes that break a fact or a specialization; an input or `out=` that requires grad; an `out=`
-                that overlaps an input.
+                that overlaps an input; a size of `call_sizes` missing, or another size given.
 
         Example:
             >>> kernel = tc.build(s, [A, W, Y])
@@ -376,6 +398,7 @@ class Kernel:
         """
         if torch.compiler.is_compiling():  # torch.compile tracing this call: it cannot trace a launch
             _refuse_compile(self)
+        given = self.given_sizes(sizes) if sizes or self.call_sizes else {}
         n_in, n_out = len(self.inputs), len(self.outputs)
         positional = len(tensors) == n_in + n_out and out is None
         if positional:
@@ -393,6 +416,7 @@ class Kernel:
         try:  # what Triton specializes a kernel on: shapes, strides, dtypes and 16-byte alignment
             key = tuple((x.shape, x.stride(), x.dtype, x.device, x.data_ptr() % 16 == 0)
                         if isinstance(x, torch.Tensor) else id(x) for x in (*tensors, *(outs_given or ())))
+            key += tuple(given.items())
         except (RuntimeError, NotImplementedError):  # a tensor without strides (sparse): _prepare refuses it
             key = None
         # tensor descriptors need 16-byte aligned tensors: the key says so, and _aligned decides the form
@@ -402,7 +426,7 @@ class Kernel:
             if self.target == "cuda" and torch.cuda.is_current_stream_capturing():
                 _refuse_capture(self)
             try:
-                call = self._prepare(tensors, outs_given, descriptors)
+                call = self._prepare(tensors, outs_given, descriptors, given)
             except ArgumentError as e:
                 if positional and str(e).startswith("out"):  # say why a tensor was taken as an output
                     raise ArgumentError(f"{e} (the call passed {n_in + n_out} tensors: after the {n_in} input(s) "
@@ -494,10 +518,11 @@ class Kernel:
         given = [*zip(self.inputs, tensors), *zip(self.outputs, outs or ())]
         return all(x.data_ptr() % 16 == 0 for t, x in given if t.name in read and isinstance(x, torch.Tensor))
 
-    def _prepare(self, tensors, outs_given, descriptors: bool = False):
-        """Check the tensors, bind the sizes, pick the index width and the load form (descriptors where
-        every tensor a descriptor reads meets TMA's rules, else pointers), and precompute every launch."""
-        env = self._bind(tensors)
+    def _prepare(self, tensors, outs_given, descriptors: bool = False, given: dict | None = None):
+        """Check the tensors, bind the sizes (read from their shapes, and `given` at the call), pick the index
+        width and the load form (descriptors where every tensor a descriptor reads meets TMA's rules, else
+        pointers), and precompute every launch."""
+        env = self._bind(tensors, given=given)
         self._check_extents(env)
         device = tensors[0].device if tensors else torch.device("cuda" if self.target == "cuda" else "cpu")
         outs = self._outputs(outs_given, env, device)
@@ -731,8 +756,8 @@ def build(sched: Schedule, args: Sequence[Tensor], config: Mapping[str, int] | N
 
     Raises:
         ArgumentError: `sched` is not a Schedule; `args` is no list of tensors, lists a tensor twice or one
-            another schedule computes, misses an input the schedule reads or one of its outputs, or leaves
-            a size in no input's shape; the config or `specialize` is bad (a knob or size the schedule
+            another schedule computes, misses an input the schedule reads or one of its outputs; the config
+            or `specialize` is bad (a knob or size the schedule
             lacks, a value that is not a choice, a size that breaks a `tc.assume` fact).
         IllegalScheduleError: the schedule would compute a wrong answer under this config.
         LoweringError: the schedule cannot be expressed in Triton under this config.

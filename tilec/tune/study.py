@@ -581,8 +581,17 @@ def tune(sched: Schedule, mix: ShapeMix, trials: int = 64, *, args: Sequence[Ten
         >>> torch.allclose(tuned(a, w), torch.nn.functional.silu(a @ w), atol=1e-4)
         True
     """
+    from tilec.lower.launch import call_sizes
     from tilec.tune.driver import Tuning  # (imported here: driver.py builds on this module's helpers)
 
+    if isinstance(sched, Schedule):
+        ins = [t for t in (args if args is not None else sched.placeholders) if getattr(t, "is_placeholder", False)]
+        given = call_sizes(sched.tensors.values(), ins)
+        if given:
+            raise ArgumentError(f"tc.tune: the size {', '.join(given)} is in no input's shape (a call gives it by "
+                                f"name, kernel(x, {given[0]}=...)); the tuner reads every size from the tensors "
+                                f"it makes, so it cannot tune this kernel yet. Give it an input whose shape holds "
+                                f"{given[0]}")
     run = Tuning(sched, mix, trials, args=args, reference=reference, storage=storage, expected_calls=expected_calls,
                  timer=timer, seed=seed, seeds=seeds, study_name=study_name, worker=worker, shared_limit=shared_limit,
                  heartbeat=heartbeat, progress=progress, jobs=jobs, timeout=timeout, recipe=recipe)
