@@ -132,15 +132,19 @@ def test_operators_torch_refuses_are_refused(make, match):
 # -- internal errors ---------------------------------------------------------------------------------
 
 def test_size_used_only_as_a_reduce_extent_is_refused_clearly():
-    """A size that is only a reduce axis' extent gave an isl syntax error (not an isl parameter)."""
+    """A size that is only a reduce axis' extent gave an isl syntax error (not an isl parameter). Since issue 26
+    such a size is given at the call."""
     M, K = tc.size_vars("M K")
     X = tc.placeholder((M, 8), "float32", name="X")
     k = tc.reduce_axis(K, name="k")
     S = tc.compute((M,), lambda i: tc.sum(X[i, k % 8], axis=k), name="S")
     s = tc.create_schedule(S)
     s[S].split(S.axis[0], 4)
-    with pytest.raises(tc.ArgumentError, match="size K appears in no input's shape"):
-        tc.build(s, [X, S])
+    kern = tc.build(s, [X, S])
+    with pytest.raises(tc.ArgumentError, match="size K is in no input's shape"):
+        kern(torch.randn(5, 8))
+    x = torch.randn(5, 8)
+    assert torch.allclose(kern(x, K=20), x.sum(1) * 2 + x[:, :4].sum(1), atol=1e-5)
 
 
 def test_split_of_a_split_of_a_fused_axis_builds_and_is_right():
@@ -728,3 +732,21 @@ def test_compute_extent_product_of_two_sizes_is_refused_with_the_reason():
         tc.reduce_axis(HKV * G, name="k")
     with pytest.raises(tc.ArgumentError, match="divides by a size"):
         tc.compute((HKV // G,), lambda h: X[h], name="Z")
+
+
+def test_compute_at_a_tile_axis_whose_loop_runs_once_at_the_call():
+    """A reader placed at a tile axis (Y.ti: the loop around it, Y.to) was refused at the call where that loop runs
+    once (T <= 16 here: `to` is then a single leaf, and the place was taken as the kernel's top, outside `to`):
+    "Z's axis t follows Y's loop to, which runs inside the place chosen" (found by tests/test_scan.py's sweep)."""
+    B, T = tc.size_vars("B T")
+    X = tc.placeholder((B, T), "float32", name="X")
+    Y = tc.compute((B, T), lambda b, t: X[b, t] + 1.0, name="Y")
+    Z = tc.compute((B, T), lambda b, t: Y[b, t] * 2.0, name="Z")
+    s = tc.create_schedule(Z)
+    to, ti = s[Y].split(Y.axis[1], 16)
+    s[Y].bind(Y.axis[0], "program_id.0")
+    s[Z].compute_at(s[Y], ti)
+    k = tc.build(s, [X, Z])
+    for shape in ((3, 37), (3, 16), (2, 1)):
+        x = torch.randn(shape)
+        assert torch.allclose(k(x), (x + 1) * 2)

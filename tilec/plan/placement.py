@@ -19,7 +19,7 @@ from tilec.ir.expr import Binary, Const, IterVar, Load, SizeVar, evaluate, size_
 from tilec.ir.knob import Knob, factor_value, resolve_config
 from tilec.ir.online import NotOnline, OnlineForm, online_form
 from tilec.plan.indexmap import IndexMap
-from tilec.poly.masks import single_iteration
+from tilec.poly.masks import at_most_once, single_iteration
 from tilec.schedule.defaults import default_stage
 from tilec.schedule.schedule import Fuse, Schedule, Split, Stage, subtile_problem
 
@@ -120,7 +120,8 @@ class Layout:
                 self.kind[a] = "tile"
                 f = self.index.factor(split)
                 if not _is_pow2(f):
-                    scan = stage.tensor.scan_axis in origin[a]  # a scan's tile is scanned whole: padded
+                    # a scan's or sort's tile is scanned (sorted) whole: padded, never in pieces
+                    scan = stage.tensor.scan_axis in origin[a] or stage.tensor.sort_axis in origin[a]
                     if subtile_problem(f, spatial=a.kind == "spatial", root=root) is None \
                             and self.subtiled is None and not scan:
                         self.subtiled = (a, f)  # power-of-two pieces (a multiple of 16 on the root's spatial axis)
@@ -179,6 +180,8 @@ class Layout:
         self.first_reduce = next((n for n, a in enumerate(self.loops) if a.kind == "reduce"), len(self.loops))
         # a scan's loops: the first loop over its axis (where the carry starts; None: the tile holds the axis)
         self.scan_level = _check_scan(self, fixed) if stage.tensor.scan_axis is not None else None
+        if stage.tensor.sort_axis is not None:
+            _check_sort(self, fixed, config, facts)
         self.warps = num_warps(stage, self, config) if root else None
 
     @property
@@ -255,6 +258,33 @@ def _check_scan(lay: Layout, fixed: set) -> int | None:
                             f"the carry between the scan's iterations would have to hold one value per {inner[0].name} "
                             f"iteration. Reorder so that {name}'s other loops run outside its scan loops")
     return loops[0]
+
+
+def _check_sort(lay: Layout, fixed: set, config: dict, facts) -> None:
+    """A sort stage's axis as `tilec.lower.sorts` lowers it: the whole axis in one tile of one program (tl.sort
+    over it), so no loop over it (a split's outer loop must run once: a constant extent, or `tc.assume`), no
+    grid axis, no fusion with another axis, no place that fixes it."""
+    stage, t = lay.stage, lay.stage.tensor.sort_axis
+    name, what = stage.name, stage.tensor.body.name
+    if t in fixed:
+        raise LoweringError(f"{name} is a {what} along {t.name}, and where it is computed (compute_at) gives {t.name} "
+                            f"its values: each iteration of that loop would sort a part of the row. Compute {name} "
+                            f"at a loop outside {t.name} (or at root)")
+    mine = [a for a in lay.leaves if t in lay.origin[a]]
+    for a in mine:
+        if len(lay.origin[a]) > 1:
+            others = ", ".join(sorted(b.name for b in lay.origin[a] if b is not t))
+            raise LoweringError(f"{name}.{a.name} fuses the sorted axis {t.name} with {others}; a {what} orders "
+                                f"{t.name} within one tile: fuse only the other axes")
+        if lay.kind[a] in ("grid", "serial", "unroll") and not at_most_once(a.extent, config, list(facts)):
+            raise LoweringError(f"{name}: {a.name} is a {lay.kind[a]} loop over the sorted axis {t.name}; a {what} "
+                                f"orders the whole axis in one tile (tl.sort). Split {t.name} by a tile at least "
+                                f"its extent {size_text(t.extent)}, so that the outer loop runs once (for a size, "
+                                f"state it: tc.assume({size_text(t.extent)} <= 64))")
+    tiles = [a for a in mine if lay.kind[a] == "tile"]
+    if len(tiles) > 1:
+        raise LoweringError(f"{name}: the sorted axis {t.name} has {len(tiles)} tile axes "
+                            f"({', '.join(a.name for a in tiles)}); split it once, by a tile at least its extent")
 
 
 def _reads_any(t, stats, seen=()) -> bool:
@@ -746,8 +776,10 @@ class Plan:
                 producer = self.sched.related(other, stage) == "producer"
                 bound, halo = bound_axes(other, stage)
                 place = lay.resolve(other.attach[1])
-                if lay.kind.get(place) == "tile":  # the loop around it (`_level`)
-                    place = lay.loops[lvl] if lvl >= 0 else None
+                if lay.kind.get(place) == "tile":  # the loop around it: the last before it, one that runs once
+                    around = [a for a in lay.leaves[:lay.leaves.index(place)]  # too (at sizes where the loop
+                              if lay.kind[a] in ("serial", "unroll", "single")]  # does, it still holds the place)
+                    place = around[-1] if around else None
                 follows = bound | {axis: h.target for axis, h in halo.items()}
                 late = {axis: lay.inner_loop(taxis, place) for axis, taxis in follows.items()}
                 late = {axis: loop for axis, loop in late.items() if loop is not None}
