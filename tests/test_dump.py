@@ -277,8 +277,12 @@ def test_a_kernel_without_inputs_has_launch_code_too(tmp_path):
     a syntax error at the first call."""
     M = tc.size_vars("M")
     Y = tc.compute((M, 3), lambda i, j: tc.exp(i * 0.5 + j), name="Y", dtype="float32")
-    with pytest.raises(ArgumentError):
-        tc.build(tc.create_schedule(Y), [Y])  # M appears in no input: a call cannot read it
+    ky = tc.build(tc.create_schedule(Y), [Y])  # M appears in no input: each call gives it
+    with pytest.raises(ArgumentError, match="size M is in no input's shape"):
+        ky()
+    y = ky(M=5)
+    assert "def launch(*, M, Y=None):" in ky.path.read_text()
+    assert _same(_import(ky.path, "dumped_no_inputs_m").launch(M=5), y)
     Z = tc.compute((4, 3), lambda i, j: tc.exp(i * 0.5 + j), name="Z", dtype="float32")
     kern = tc.build(tc.create_schedule(Z), [Z])
     z = kern()

@@ -1448,12 +1448,15 @@ def test_build_tensor_computed_by_another_schedule():
 
 
 def test_build_size_var_not_inferable():
-    """A size no input's shape holds is refused at build (P * 2 holds P since issue 26: tests/test_sizes.py)."""
+    """A size no input's shape holds is given at the call (issue 26; P * 2 holds P: tests/test_sizes.py), and a
+    call without it is refused with the reason."""
     P, Q = tc.size_vars("P Q")
     X = tc.placeholder((P * 2,), "float32", name="X")
     Z = tc.compute((Q,), lambda i: X[i] + 1.0, name="Z")
-    with pytest.raises(tc.ArgumentError, match=r"build: size Q appears in no input's shape as a dimension"):
-        tc.build(tc.create_schedule(Z), [X, Z])
+    k = tc.build(tc.create_schedule(Z), [X, Z])
+    assert k.call_sizes == ["Q"]
+    with pytest.raises(tc.ArgumentError, match=r"size Q is in no input's shape, so the call gives it"):
+        k(torch.randn(6))
 
 
 @pytest.mark.parametrize("entry", ["lower", "build"])
