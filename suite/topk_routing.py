@@ -1,22 +1,24 @@
 """Mixture-of-experts routing: the softmax of each token's router logits over E experts, its K largest
 probabilities and their experts (in decreasing order), the K weights renormalized to sum to 1.
 
-    p[t, e]    = exp(G[t, e] - max_e G) / sum_e exp(G[t, e] - max_e G)
-    rank[t, e] = sum_e2 (p[t, e2] > p[t, e]) | (p[t, e2] == p[t, e] & e2 < e)   (how many experts beat e)
-    ids[t, r]  = sum_e where(rank[t, e] == r, e, 0)                             (r < K: the expert of rank r)
-    w[t, r]    = sum_e where(rank[t, e] == r, p[t, e], 0)
+    p[t, e]       = exp(G[t, e] - max_e G) / sum_e exp(G[t, e] - max_e G)
+    order[t, :]   = argsort(p[t, :], descending)          (tc.argsort: the experts, most probable first)
+    ids[t, r]     = order[t, r]                           (r < K)
+    w[t, r]       = p[t, order[t, r]]                     (a gather of G, p's formula there)
     weights[t, r] = w[t, r] / sum_r2 w[t, r2]
 
-The formulation is dense: a rank by counting, every expert compared with every other, O(E^2) per token, then
-a selection of rank r by a masked sum over the experts, O(E * K), where the original selects the K largest
-with K passes of an argmax over the row (vLLM's topk_softmax: a warp-level max-reduction per pass, O(E * K))
-or a sort. A top-k (or sort) primitive in the language would make it that algorithm (docs/language.md,
-"Not in the language yet": sort and top-k). The rank breaks ties by the smaller index; torch.topk's order
-among equal values is its own, so the logits are random float32 values, where two equal probabilities do not
-occur. K is a constant of the module (torch.topk's k is a number given at the call, and no input's shape
-holds it). The ids are int32, as vLLM's topk_ids. Fast schedule: a program per tile of BT tokens; the
-softmax statistics, the (BT x E x E) comparison tile of the rank and the selection computed there, the two
-outputs stored side by side.
+The experts are ordered by one sort of the row (`tl.sort` of the probabilities' keys packed with their
+positions), O(E log^2 E) per token, where vLLM's topk_softmax selects the K largest with K passes of a
+warp-level argmax, O(E * K): for K = 2 of 64 experts the sort does more work, but it is one pass and the row
+stays in registers. A sort needs its whole axis in one tile: E <= 256 (`tc.assume`, vLLM's fast path's limit
+too). Equal probabilities keep the lower expert first (a stable sort); torch.topk's order among equal values
+is its own, so the logits are random float32 values, where two equal probabilities do not occur. K is a
+constant of the module. The ids are int32, as vLLM's topk_ids. Fast schedule: a program per tile of BT
+tokens; the softmax statistics, the sorted experts of the BT x 256 tile, the gather and the renormalization
+computed there, the two outputs stored side by side.
+
+Before sorts were in the language, the rank of each expert was counted by comparing it with every other,
+O(E^2) per token, and rank r selected by a masked sum.
 """
 
 import functools
@@ -35,40 +37,40 @@ SPECIAL = False
 SIZES = [dict(T=37, E=64), dict(T=1, E=8), dict(T=5, E=2), dict(T=3, E=60)]
 
 
-@functools.cache  # built once: the fast schedule's isl checks, one per primitive, take about 4 s here
+@functools.cache  # built once: the fast schedule's isl checks, one per primitive, take seconds here
 def make(fast: bool):
     T, E = tc.size_vars("T E")
+    tc.assume(E <= 256)
     G = tc.placeholder((T, E), "float32", name="G")
-    e1, e2, e3, e4, e5 = (tc.reduce_axis(E, name=n) for n in ("e1", "e2", "e3", "e4", "e5"))
+    e1, e2 = (tc.reduce_axis(E, name=n) for n in ("e1", "e2"))
     r2 = tc.reduce_axis(K, name="r2")
     mx = tc.compute((T,), lambda t: tc.max(G[t, e1], axis=e1), name="mx")
     den = tc.compute((T,), lambda t: tc.sum(tc.exp(G[t, e2] - mx[t]), axis=e2), name="den")
     p = tc.compute((T, E), lambda t, e: tc.exp(G[t, e] - mx[t]) / den[t], name="p")
-    rank = tc.compute((T, E), lambda t, e: tc.sum((p[t, e3] > p[t, e]) | ((p[t, e3] == p[t, e]) & (e3 < e)),
-                                                  axis=e3), name="rank")
-    ids = tc.compute((T, K), lambda t, r: tc.sum(tc.where(rank[t, e4] == r, e4, 0), axis=e4), name="ids",
-                     dtype="int32")
-    w = tc.compute((T, K), lambda t, r: tc.sum(tc.where(rank[t, e5] == r, p[t, e5], 0.0), axis=e5), name="w")
+    order = tc.compute((T, E), lambda t, e: tc.argsort(p[t, e], axis=e, descending=True), name="order")
+    ids = tc.compute((T, K), lambda t, r: order[t, r], name="ids")
+    # p at the expert's position, written out (p's formula at a gathered column): mx and den are then read
+    # at plain positions, which lets them be placed in the tokens' loop with the rest
+    w = tc.compute((T, K), lambda t, r: tc.exp(G[t, order[t, r]] - mx[t]) / den[t], name="w")
     wsum = tc.compute((T,), lambda t: tc.sum(w[t, r2], axis=r2), name="wsum")
     weights = tc.compute((T, K), lambda t, r: w[t, r] / wsum[t], name="weights")
     s = tc.create_schedule([weights, ids])
     if fast:
         BT = tc.knob("BT", [16, 32, 8])
-        BE = tc.knob("BE", [64, 128, 32])
         t, r = weights.axis
         to, ti = s[weights].split(t, BT)
         ro, ri = s[weights].split(r, K)
         s[weights].reorder(to, ro, ti, ri)
         s[weights].bind(to, "program_id.0")
-        for stage, ax in ((mx, e1), (den, e2), (ids, e4), (w, e5), (wsum, r2)):
-            s[stage].split(ax, BE if ax is not r2 else K)
+        for stage, ax in ((mx, e1), (den, e2), (wsum, r2)):
+            s[stage].split(ax, 256 if ax is not r2 else K)
         for stage in (ids, w):
             s[stage].split(stage.axis[1], K)  # the K ranks: one tile
+        s[order].split(order.axis[1], 256)  # the whole row of experts: one tile
         s[p].compute_inline()
-        s[rank].split(rank.axis[1], BE)
-        s[rank].split(e3, BE)
-        for stage in (mx, den, rank, w, wsum, ids):
+        for stage in (mx, den, order, w, wsum):
             s[stage].compute_at(s[weights], to)
+        s[ids].compute_at(s[weights], ro)  # beside weights, its ranks following weights' (through order)
     return s, [G, weights, ids]
 
 

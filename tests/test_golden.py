@@ -60,7 +60,8 @@ def test_interpreter_form_differs_only_in_bf16_dot():
 
 
 def _scan_schedules():
-    """A running sum with a reader in its scan loop, and a recurrence over 2-d tiles (rows x steps)."""
+    """A running sum with a reader in its scan loop, a recurrence over 2-d tiles (rows x steps), and the experts
+    of 4 tokens ordered by a descending argsort."""
     B, T = tc.size_vars("B T")
     X = tc.placeholder((B, T), "float32", name="X")
     Y = tc.compute((B, T), lambda b, t: tc.cumsum(X[b, t], axis=t), name="Y")
@@ -76,12 +77,22 @@ def _scan_schedules():
     to, ti = s2[H].split(H.axis[1], 32)
     s2[H].reorder(bo, to, bi, ti)
     s2[H].bind(bo, "program_id.0")
-    return {"scan_cumsum": s1, "scan_linear": s2}
+    T2, E = tc.size_vars("T2 E")
+    tc.assume(E <= 64)
+    G = tc.placeholder((T2, E), "float32", name="G")
+    order = tc.compute((T2, E), lambda t, e: tc.argsort(G[t, e], axis=e, descending=True), name="order")
+    s3 = tc.create_schedule(order)
+    to, ti = s3[order].split(order.axis[0], 4)
+    eo, ei = s3[order].split(order.axis[1], 64)
+    s3[order].reorder(to, eo, ti, ei)
+    s3[order].bind(to, "program_id.0")
+    return {"scan_cumsum": s1, "scan_linear": s2, "sort_argsort": s3}
 
 
-@pytest.mark.parametrize("name", ["scan_cumsum", "scan_linear"])
+@pytest.mark.parametrize("name", ["scan_cumsum", "scan_linear", "sort_argsort"])
 def test_scan_golden(name, golden):
-    """A scan's carry, its tile scan (tl.cumsum; tl.associative_scan of a recurrence's pairs) and the last lane."""
+    """A scan's carry, its tile scan (tl.cumsum; tl.associative_scan of a recurrence's pairs) and the last lane;
+    a sort's keys (a float's bits ordered as the float, NaN largest) packed with the positions."""
     prog = tc.lower(_scan_schedules()[name], target="cuda")
     golden(f"{name}.nest.txt", str(prog))
     golden(f"{name}.triton.txt", prog.source())

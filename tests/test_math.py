@@ -154,7 +154,8 @@ def test_language_page_lists_every_expression():
     for op in ("a + b", "a / b", "a // b", "a ** b", "-a", "a << b", "tc.where(c, a, b)", "tc.clamp(x, min, max)",
                "tc.maximum(a, b)", "tc.sum(x, axis=k", "tc.max(x, axis=k)", 'x.astype("bfloat16")',
                "tc.cumsum(x, axis=t", "tc.cumprod(x, axis=t", "tc.cummax(x, axis=t)", "tc.cummin(x, axis=t)",
-               "tc.linear_scan(a, b, axis=t)"):
+               "tc.linear_scan(a, b, axis=t)", "tc.sort(x, axis=t, descending=False)",
+               "tc.argsort(x, axis=t, descending=False)"):
         assert f"`{op}" in page, op
 
 

@@ -7,7 +7,7 @@ The pipeline, one package per step:
 The API, in the order a program uses it (each name's docstring has its parameters, errors and an
 example; `help(tc.Stage)` lists the primitives):
   compute    size_vars, placeholder, compute, reduce_axis, sum / max / min; cumsum / cumprod / cummax / cummin /
-             linear_scan (scans along an axis); math (docs/language.md): exp,
+             linear_scan (scans along an axis), sort / argsort; math (docs/language.md): exp,
              exp2, expm1, log, log2, log1p, sqrt, rsqrt, sigmoid, silu, tanh, erf, sin, cos, abs, sign, floor,
              ceil, trunc, round, pow (**), clamp, maximum, minimum, where; rand, randn, randint; assume
   schedule   create_schedule -> Schedule (s[C] is a Stage: split, tile, reorder, fuse, swizzle, bind,
@@ -40,11 +40,11 @@ from tilec.version import __version__
 
 # Where each lazily imported name of the API lives: the one table `tc.NAME` is resolved from.
 _HOMES: dict[str, tuple[str, ...]] = {
-    "tilec.ir": ("Tensor", "abs", "assume", "ceil", "clamp", "compute", "cos", "cummax", "cummin", "cumprod",
+    "tilec.ir": ("Tensor", "abs", "argsort", "assume", "ceil", "clamp", "compute", "cos", "cummax", "cummin", "cumprod",
                  "cumsum", "erf", "exp", "exp2", "expm1", "floor",
                  "linear_scan", "log", "log1p", "log2", "max", "maximum", "min", "minimum", "placeholder", "pow", "rand", "randint",
                  "randn", "reduce_axis",
-                 "round", "rsqrt", "sigmoid", "sign", "silu", "sin", "size_vars", "sqrt", "sum", "tanh", "trunc",
+                 "round", "rsqrt", "sigmoid", "sign", "silu", "sin", "size_vars", "sort", "sqrt", "sum", "tanh", "trunc",
                  "where"),
     "tilec.schedule": ("Flag", "Knob", "Schedule", "Stage", "create_schedule", "default_trace", "flag", "knob",
                        "replay"),
@@ -66,6 +66,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs read; the same names as _HOMES 
     from tilec.ir import (
         Tensor,
         abs,
+        argsort,
         assume,
         ceil,
         clamp,
@@ -101,6 +102,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs read; the same names as _HOMES 
         silu,
         sin,
         size_vars,
+        sort,
         sqrt,
         sum,
         tanh,

@@ -183,7 +183,8 @@ _TC_NAME = {"expit": "tc.sigmoid", "absolute": "tc.abs", "rint": "tc.round", "po
             "neg": "-x", "negative": "-x", "mul": "*", "multiply": "*", "add": "+", "sub": "-", "subtract": "-",
             "div": "/", "divide": "/", "true_divide": "/",
             "cumsum": "tc.cumsum(x, axis=t)", "cumprod": "tc.cumprod(x, axis=t)", "cummax": "tc.cummax(x, axis=t)",
-            "cummin": "tc.cummin(x, axis=t)"}
+            "cummin": "tc.cummin(x, axis=t)", "sort": "tc.sort(x, axis=t)", "argsort": "tc.argsort(x, axis=t)",
+            "topk": "tc.sort(x, axis=t, descending=True) and a reader of its first k"}
 
 
 _TC_NAME.update({fn: f"tc.{fn}" for fn in MATH})
@@ -576,6 +577,30 @@ class Scan(Expr):
         return f"{self.name}({', '.join(map(str, self.operands))}, axis={self.axis.name})"
 
 
+SORT_KEYS = ("float32", "float16", "bfloat16", "int32", "int16", "int8", "uint8", "uint16")  # 32-bit keys
+
+
+class Sort(Expr):
+    """`tc.sort(x, axis=t)` / `tc.argsort(x, axis=t)`: x along the compute's own axis t in order (`what` "values",
+    of x's dtype) or the positions that put it in order ("indices", int32), ascending or `descending`; equal
+    values keep their positions' order (torch.sort(stable=True)), NaN sorts as the largest value. The whole body
+    of a compute; the whole axis is in one tile of one program."""
+
+    def __init__(self, what: str, body, axis: IterVar, descending: bool):
+        self.what, self.body, self.axis, self.descending = what, as_expr(body), axis, bool(descending)
+        self.dtype = self.body.dtype if what == "values" else "int32"
+
+    @property
+    def name(self) -> str:
+        return "sort" if self.what == "values" else "argsort"
+
+    def children(self):
+        return (self.body,)
+
+    def __repr__(self):
+        return f"{self.name}({self.body}, axis={self.axis.name}{', descending=True' if self.descending else ''})"
+
+
 # ---------------------------------------------------------------------------------------------
 # user-facing constructors
 
@@ -776,7 +801,7 @@ def check_extent(extent, what: str, affine: bool = True) -> Expr:
             raise ArgumentError(f"{what}: expected a positive int or a size variable, got {extent}")
         return Const(extent, "int32")
     for node in walk(extent):
-        if isinstance(node, (Load, IterVar, Reduce, Scan, Random, Call)):
+        if isinstance(node, (Load, IterVar, Reduce, Scan, Sort, Random, Call)):
             raise ArgumentError(f"{what}: an extent may only use sizes and ints, got {extent}")
         if isinstance(node, (Binary, Unary)) and node.op in (*_BITWISE, *_SHIFTS, "~", "**"):
             raise ArgumentError(f"{what}: an extent may use +, -, *, // and % of sizes and ints, got {extent}; bit "
@@ -907,6 +932,75 @@ def linear_scan(a: Expr | float, b: Expr | float, axis: IterVar, acc_dtype: str 
         linear_scan(0.9, A[i, kk], axis=kk)
     """
     return _scan("linear", [a, b], axis, acc_dtype)
+
+
+def _sort(what: str, expr, axis, descending) -> Sort:
+    name = "sort" if what == "values" else "argsort"
+    if not (isinstance(axis, IterVar) and axis.kind == "spatial"):
+        raise ArgumentError(f"tc.{name}: axis must be one of the compute's own axes (a parameter of its function, "
+                            f"e.g. lambda t, e: tc.{name}(X[t, e], axis=e)), got {show(axis)}")
+    if not isinstance(descending, bool):
+        raise ArgumentError(f"tc.{name}: descending must be True or False, got {descending!r}")
+    body = as_expr(expr)
+    if body.dtype not in SORT_KEYS:
+        raise ArgumentError(f"tc.{name} of {body.dtype} values is not supported (keys are 32 bits: "
+                            f"{', '.join(SORT_KEYS)}); convert it first, e.g. x.astype('float32')")
+    return Sort(what, body, axis, descending)
+
+
+def sort(expr: Expr, axis: IterVar, descending: bool = False) -> Sort:
+    """`expr` along `axis` (one of the compute's own axes) in increasing order, or decreasing with
+    `descending=True`, as `torch.sort(x, dim, descending, stable=True).values`: element t of the axis is the
+    t-th smallest (largest). NaN sorts as the largest value (last, or first when descending), as torch's.
+
+    The whole body of a compute (as a reduction is). The whole axis is sorted in one tile (`tl.sort`): split
+    it by a tile at least its extent, so that its outer loop runs once (a constant extent, or
+    `tc.assume(E <= 64)` for a size); no loop over it, no grid axis, no place that fixes it. Top-k is a reader
+    of the first k elements of a descending sort.
+
+    Args:
+        expr: the values: an expression of the compute's axes, of a float type of at most 32 bits or an int
+            type of at most 32 bits.
+        axis: the compute's axis to sort along.
+        descending: largest first.
+
+    Returns:
+        The sort, for `tc.compute`'s function to return; its dtype is `expr`'s.
+
+    Raises:
+        ArgumentError: `axis` is not a spatial axis, `descending` is no bool, or `expr` is 64-bit or bool.
+
+    Example:
+        >>> S = tc.compute((M, K), lambda i, kk: tc.sort(A[i, kk], axis=kk, descending=True), name="S")
+        >>> S.body
+        sort(A[i, kk], axis=kk, descending=True)
+    """
+    return _sort("values", expr, axis, descending)
+
+
+def argsort(expr: Expr, axis: IterVar, descending: bool = False) -> Sort:
+    """The positions along `axis` that put `expr` in order: element t is the index of the t-th smallest (with
+    `descending=True` largest) value, as `torch.sort(x, dim, descending, stable=True).indices` (equal values
+    keep their positions' order; NaN is the largest), but int32 (torch's are int64). The same rules as
+    `tc.sort`: the whole body of a compute, the whole axis in one tile.
+
+    Args:
+        expr: the values to order (float or int, at most 32 bits).
+        axis: the compute's axis to sort along.
+        descending: largest first.
+
+    Returns:
+        The positions, int32.
+
+    Raises:
+        ArgumentError: as `tc.sort`.
+
+    Example:
+        >>> I = tc.compute((M, K), lambda i, kk: tc.argsort(A[i, kk], axis=kk), name="I")
+        >>> I.dtype
+        'int32'
+    """
+    return _sort("indices", expr, axis, descending)
 
 
 _REDUCE_DOC = """{what} of `expr` over the reduce axis (or axes) `axis`, accumulated in `acc_dtype`.
@@ -1185,6 +1279,8 @@ def substitute(expr: Expr, fn) -> Expr:
         return Reduce(expr.op, substitute(expr.body, fn), expr.axes, expr.dtype)
     if isinstance(expr, Scan):
         return Scan(expr.op, [substitute(x, fn) for x in expr.operands], expr.axis, expr.dtype)
+    if isinstance(expr, Sort):
+        return Sort(expr.what, substitute(expr.body, fn), expr.axis, expr.descending)
     return expr
 
 

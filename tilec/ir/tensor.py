@@ -11,7 +11,7 @@ import networkx as nx
 
 from tilec.errors import ArgumentError
 from tilec.ir.dtypes import check_dtype
-from tilec.ir.expr import Expr, IterVar, Load, Reduce, Scan, SizeVar, as_expr, check_extent, show, walk
+from tilec.ir.expr import Expr, IterVar, Load, Reduce, Scan, SizeVar, Sort, as_expr, check_extent, show, walk
 from tilec.ir.names import check_name
 
 
@@ -60,6 +60,11 @@ class Tensor:
     def scan_axis(self) -> IterVar | None:
         """The axis a scan stage (`tc.cumsum`, ..., `tc.linear_scan`) runs along; None for any other stage."""
         return self.body.axis if isinstance(self.body, Scan) else None
+
+    @property
+    def sort_axis(self) -> IterVar | None:
+        """The axis a sort stage (`tc.sort`, `tc.argsort`) orders; None for any other stage."""
+        return self.body.axis if isinstance(self.body, Sort) else None
 
     @property
     def inputs(self) -> list[Tensor]:
@@ -183,13 +188,14 @@ def compute(shape: Sequence[int | Expr] | int | Expr, fcompute: Callable[..., Ex
     axes = tuple(IterVar(p, d, "spatial") for p, d in zip(params, shape))
     body = as_expr(fcompute(*axes))
     for node in walk(body):
-        if isinstance(node, (Reduce, Scan)) and node is not body:
+        if isinstance(node, (Reduce, Scan, Sort)) and node is not body:
             what = f"tc.{node.op}" if isinstance(node, Reduce) else f"tc.{node.name}"
+            kind = "reduction" if isinstance(node, Reduce) else "scan" if isinstance(node, Scan) else "sort"
             raise ArgumentError(
                 f"compute {name!r}: {what}(...) must be the whole body of a compute, not part of "
-                f"an expression; compute the {'reduction' if isinstance(node, Reduce) else 'scan'} on its own "
-                f"and use it in a second compute (which can be fused back with compute_at)")
-    if isinstance(body, Scan) and body.axis not in axes:
+                f"an expression; compute the {kind} on its own and use it in a second compute (which can be fused "
+                f"back with compute_at)")
+    if isinstance(body, (Scan, Sort)) and body.axis not in axes:
         raise ArgumentError(f"compute {name!r}: tc.{body.name} runs along {body.axis.name}, which is not one of this "
                             f"compute's axes ({', '.join(a.name for a in axes)}); scan along one of them")
     reduced = body.axes if isinstance(body, Reduce) else ()

@@ -15,7 +15,7 @@ the reduction's identity. Stages placed with compute_at are emitted inside the l
 at: producers before the rest of the loop body, consumers after it. The values inside (expressions,
 loads, broadcasting) are written by `ValueEmitter` (tilec/lower/values.py). Its other parts are mixins,
 each in its own file: a reduction's accumulator and steps (reductions.py), a scan's carry and steps
-(scans.py), the online rewrite of a loop's
+(scans.py), a sort's keys (sorts.py), the online rewrite of a loop's
 statistics (online.py), split_k's partial and combine kernels (split_k.py), cache_read's loads (caches.py).
 The rewrites of the built IR are passes (passes.py).
 """
@@ -56,6 +56,7 @@ from tilec.lower.nest_printer import show
 from tilec.lower.online import OnlineLoop
 from tilec.lower.reductions import Reductions, compute_text
 from tilec.lower.scans import Scans
+from tilec.lower.sorts import Sorts
 from tilec.lower.split_k import SplitKParts
 from tilec.lower.values import AxisVal, Val, ValueEmitter, castable
 from tilec.plan.placement import Placed, block_of, halo_work
@@ -97,7 +98,7 @@ def param_key(sched):
     return lambda p: (_PARAM_KINDS[p.kind], rank(p))
 
 
-class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, Scans, ValueEmitter):
+class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, Scans, Sorts, ValueEmitter):
     """Builds the loop-nest IR of the kernel whose root stage is `root`: its loops, stages and statements
     here, its values in `ValueEmitter` (tilec/lower/values.py), its reductions, online loops, split_k
     kernels and cache_reads in the mixins it inherits."""
@@ -611,6 +612,9 @@ class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, Scans, Valu
         """The body of an elementwise stage (or a scan) at its innermost point: compute, then store/keep."""
         if x.tensor.scan_axis is not None:
             self.finish(x, self.scan_step(x, out), out)
+            return
+        if x.tensor.sort_axis is not None:
+            self.finish(x, self.sort_step(x, out), out)
             return
         saved, self.stmts = self.stmts, out
         out.append(Comment(compute_text(x.tensor)))

@@ -46,6 +46,8 @@ INTRINSICS = {
     "scan": "scan(x, axis=d, op='max' | 'min' | 'linear'): an associative scan along d (a cummax / cummin that "
             "keeps NaN; 'linear': x a pair (a, b), the recurrence's pairs (tilec/lower/scans.py))",
     "item": "item(x, index=n): element n of a tuple (a recurrence scan's pair)",
+    "sort": "sort(x, axis=d, descending=b): x's lanes along d in order (tilec/lower/sorts.py)",
+    "bitcast": "bitcast(x, dtype=t): x's bits as a tensor of t, of the same width",
     "cdiv": "cdiv(a, b): ceil(a / b) of non-negative ints",
     "rand": "rand(seed, offset): Philox uniform in [0, 1)", "randn": "randn(seed, offset): Philox normal",
     "randint": "randint(seed, offset): Philox 32 random bits (unsigned)",

@@ -206,6 +206,10 @@ class Printer:
         if e.fn == "scan":  # a cummax / cummin that keeps NaN, or a recurrence's pairs
             fn = SCAN_LINEAR if e.attr("op") == "linear" else NAN_COMBINE[e.attr("op")]
             return f"tl.associative_scan({args[0]}, {e.attr('axis')}, {fn})"
+        if e.fn == "sort":
+            return f"tl.sort({args[0]}, dim={e.attr('axis')}, descending={e.attr('descending')})"
+        if e.fn == "bitcast":
+            return f"{self.postfix_base(e.args[0])}.to({tname(e.attr('dtype'))}, bitcast=True)"
         if e.fn == "item":
             return f"{self.postfix_base(e.args[0])}[{e.attr('index')}]"
         if e.fn in _PLAIN:

@@ -75,6 +75,21 @@ def single_iteration(extent, config: dict, facts: list) -> bool:
     return _exactly_one(ext, tuple(params), texts)
 
 
+def at_most_once(extent, config: dict, facts: list) -> bool:
+    """Whether a loop of `extent` runs at most once for every size the facts allow (sizes are at least 0 at a
+    call): `cdiv(E, 64)` under `E <= 64`. A sort's axis must fit one tile: its outer loop may run once, or not
+    at all for an empty row."""
+    names, texts = _names_and_texts(facts)
+    try:
+        ext = aff(extent, {}, config)
+    except NotAffine:
+        return False
+    params = sorted(set(names) | {n.name for n in walk(extent) if isinstance(n, SizeVar)})
+    pre = f"[{', '.join(params)}] -> " if params else ""
+    context = " and ".join(texts + ("1 = 1",))
+    return isl.Set.read_from_str(isl.DEFAULT_CONTEXT, f"{pre}{{ : {context} and ({ext}) >= 2 }}").is_empty()
+
+
 def facts_set(ctx, pre: str, facts: list):
     """The facts as an isl parameter set in `ctx` (a model's, its parameters `pre`), or None if there are
     none (or one isl cannot read, which then constrains nothing)."""

@@ -2,7 +2,8 @@
 iteration domains, read and write accesses, and the dependences of the original program.
 
 Statements: a reduction stage T has `_init_T[i, j]` (T = identity) and `T[i, j, k]` (T = T op body);
-an elementwise stage has `T[i, j]`; a scan along j is one too, which reads its own `T[i, j - 1]` (the carry). Inlined stages are substituted into their readers first. Sizes are
+an elementwise stage has `T[i, j]`; a scan along j is one too, which reads its own `T[i, j - 1]` (the carry);
+a sort along j is one whose reads take any j (each element depends on the whole row). Inlined stages are substituted into their readers first. Sizes are
 isl parameters. Dependences (flow, anti, output) come from `UnionAccessInfo.compute_flow` on the
 definition order (stages in topological order, each nest in its natural order), as PPCG computes them.
 """
@@ -99,7 +100,7 @@ class PolyModel:
                 reads.append(f"{s.name}[{s.vars}] -> {t.name}[{spatial}]")
             if s.kind != "init":
                 body = t.body.body if isinstance(t.body, Reduce) else t.body
-                reads += self._reads(s, body)
+                reads += self._reads(s, body, whole=t.sort_axis)
             if t.scan_axis is not None:  # a scan's element t carries element t - 1 of its own axis
                 prev = ", ".join(f"{s.names[a]} - 1" if a is t.scan_axis else s.names[a] for a in t.axis)
                 reads.append(f"{s.name}[{s.vars}] -> {t.name}[{prev}]")
@@ -142,15 +143,27 @@ class PolyModel:
             return None
         return substitute(body, sub)
 
-    def _reads(self, s: Statement, body: Expr, inputs: bool = False) -> list[str]:
+    def _reads(self, s: Statement, body: Expr, inputs: bool = False, whole: IterVar | None = None) -> list[str]:
+        """s's reads in `body`; `whole`: an axis of s along which each instance reads every position (a sort's:
+        element t of the output depends on the whole row)."""
         out = []
+        names, where = s.names, ""
+        if whole is not None:
+            names = dict(s.names) | {whole: "_w"}
+            where = f" : 0 <= _w < {aff(whole.extent, {}, {})}"
         for node in walk(self._inline(body)):
             if not isinstance(node, Load) or (node.tensor.name not in self.stage_stmts and not inputs):
                 continue  # inputs have no writers: no dependence can start there
             t = node.tensor
             try:
-                idx = [aff(i, s.names, {}) for i in node.indices]
-                out.append(f"{s.name}[{s.vars}] -> {t.name}[{', '.join(idx)}]")
+                idx = [aff(i, names, {}) for i in node.indices]
+                text = f"{s.name}[{s.vars}] -> {t.name}[{', '.join(idx)}]"
+                if whole is not None and any("_w" in i for i in idx):  # any position along the axis: an
+                    outs = [f"_o{d}" for d in range(len(idx))]          # existential of the read
+                    eqs = " and ".join(f"{o} = {i}" for o, i in zip(outs, idx))
+                    text = (f"{s.name}[{s.vars}] -> {t.name}[{', '.join(outs)}] : exists (_w{where} "
+                            f"and {eqs})")
+                out.append(text)
             except NotAffine:  # unknown position: may read any element
                 dims = [f"_x{d}" for d in range(t.ndim)]
                 rng = " and ".join(f"0 <= _x{d} < {aff(e, {}, {})}" for d, e in enumerate(t.shape))
@@ -179,7 +192,7 @@ class PolyModel:
         """stmt's reads of `tensor` (inputs included), for footprints."""
         t = self.sched.tensors[stmt.stage]
         body = t.body.body if isinstance(t.body, Reduce) else t.body
-        parts = [r for r in self._reads(stmt, body, inputs=True) if f"-> {tensor}[" in r]
+        parts = [r for r in self._reads(stmt, body, inputs=True, whole=t.sort_axis) if f"-> {tensor}[" in r]
         if not parts:
             return None
         um = self._union_map(parts).intersect_domain(self.domain)

@@ -9,7 +9,8 @@ A root stage is tiled on its last two spatial axes and its last reduce axis, the
 spatial loops are fused into one grid axis (`program_id.0`), and reductions loop over tiles of any
 length. A stage placed with compute_at but otherwise untouched gets the same tiles on the axes that
 its place does not fix, run as serial loops. A scan runs along its axis in one program: that axis is
-the innermost serial loop over tiles (`_default_scan`).
+the innermost serial loop over tiles (`_default_scan`). A sort holds its axis in one tile, a row per program
+(`_default_sort`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ def default_stage(stage: Stage, fixed=frozenset()) -> Stage:
     t = stage.tensor
     if t.scan_axis is not None and t.scan_axis not in fixed:
         return _default_scan(stage, st, fixed)
+    if t.sort_axis is not None and t.sort_axis not in fixed:
+        return _default_sort(stage, st, fixed)
     spatial = [a for a in t.axis if a not in fixed]
     reduce = [a for a in t.reduce_axis if a not in fixed]
     sizes = _tile_sizes(len(spatial), bool(reduce))
@@ -116,6 +119,27 @@ def _default_scan(stage: Stage, st: Stage, fixed) -> Stage:
     if stage.attach is None and outers:
         g = outers[0]
         for nxt in outers[1:]:
+            g = st.fuse(g, nxt)
+        st.bind(g, "program_id.0")
+    st.warps = stage.warps
+    return st
+
+
+def _default_sort(stage: Stage, st: Stage, fixed) -> Stage:
+    """A sort along axis t: t whole in one tile (split by the next power of two of its extent, which must be a
+    constant; a size's needs a schedule and tc.assume), the remaining axes fused into one grid axis (a row per
+    program), as a root stage's are."""
+    from tilec.ir.expr import Const
+
+    t = stage.tensor.sort_axis
+    others = [a for a in stage.tensor.axis if a not in fixed and a is not t]
+    ext = t.extent.value if isinstance(t.extent, Const) else 1024
+    to, ti = st.split(t, 1 << max(0, (ext - 1).bit_length()))
+    fixed_leaves = [a for a in st.leaves if a in fixed]
+    st.reorder(*fixed_leaves, *others, to, ti)
+    if stage.attach is None and others:
+        g = others[0]
+        for nxt in others[1:]:
             g = st.fuse(g, nxt)
         st.bind(g, "program_id.0")
     st.warps = stage.warps

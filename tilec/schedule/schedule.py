@@ -623,7 +623,7 @@ class Stage:
             ArgumentError: `stage` is this one, or either stage already joins a loop.
             IllegalScheduleError: one stage reads the other.
             LoweringError: `axis` is a tile axis (the message names a loop to use instead), or a stage is a
-                scan (its loops carry a value between iterations).
+                scan or a sort.
 
         Example:
             >>> k2 = tc.reduce_axis(K, name="k2")
@@ -647,6 +647,11 @@ class Stage:
                                     f"{st.tensor.scan_axis.name}), whose loops carry a value between iterations; "
                                     f"scans do not share a loop with another stage. Place a reader of {st.name} "
                                     f"in its loops with compute_at instead")
+            if isinstance(st, Stage) and st.tensor.sort_axis is not None:
+                raise LoweringError(f"compute_with({self.name}, {stage.name}...): {st.name} is a sort (along "
+                                    f"{st.tensor.sort_axis.name}), which orders a whole tile at once; sorts do not "
+                                    f"share a loop with another stage. Place a reader of {st.name} in its loops "
+                                    f"with compute_at instead")
         axis = self._place(stage, axis, "compute_with", "s[G]", "cannot be fused with its own loop")
         split = stage._tile_split(axis)
         if split is not None:
@@ -817,7 +822,7 @@ class Stage:
             This stage.
 
         Raises:
-            ArgumentError: this stage is a reduction or a scan (use compute_at) or an output of the schedule, or a cache.
+            ArgumentError: this stage is a reduction, scan or sort (use compute_at) or an output of the schedule, or a cache.
 
         Example:
             >>> E = tc.compute((M, K), lambda r, c: tc.exp(A[r, c]), name="E")
@@ -831,6 +836,11 @@ class Stage:
             raise ArgumentError(f"compute_inline: {self.name} is a reduction over "
                                 f"{', '.join(a.name for a in self.tensor.reduce_axis)}; only elementwise "
                                 f"stages can be inlined. Use compute_at to fuse it instead")
+        if self.tensor.sort_axis is not None:
+            raise ArgumentError(f"compute_inline: {self.name} is a {self.tensor.body.name} along "
+                                f"{self.tensor.sort_axis.name} (each element depends on the whole row); only "
+                                f"elementwise stages can be inlined. Place its reader in its loops with compute_at "
+                                f"instead")
         if self.tensor.scan_axis is not None:
             raise ArgumentError(f"compute_inline: {self.name} is a scan along {self.tensor.scan_axis.name} (each element "
                                 f"needs the ones before it, carried by its own loop); only elementwise stages can be "
