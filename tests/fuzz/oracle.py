@@ -967,13 +967,15 @@ def check_kernel(sched, args, config=None, sizes=None, inputs=None, seed=0, spec
     for t in kernel.outputs:
         shape = [int(evaluate(d, sizes)) for d in t.shape]
         outs[t.name] = make_output(shape, t.dtype)
+    given = {n: sizes[n] for n in kernel.call_sizes}  # sizes no input's shape holds: given at the call
     if kernel.target == "cuda":  # compiled on a GPU: the same views of the same buffers, on the device
         dev_in, dev_out = ({n: _to_device(v, b) for n, (v, b) in d.items()} for d in (ins, outs))
-        kernel(*[dev_in[t.name][0] for t in kernel.inputs], out=[dev_out[t.name][0] for t in kernel.outputs])
+        kernel(*[dev_in[t.name][0] for t in kernel.inputs], out=[dev_out[t.name][0] for t in kernel.outputs],
+               **given)
         outs = {n: _to_host(v, b) for n, (v, b) in dev_out.items()}
         ins = {n: _to_host(v, b) for n, (v, b) in dev_in.items()}
     else:
-        kernel(*[ins[t.name][0] for t in kernel.inputs], out=[outs[t.name][0] for t in kernel.outputs])
+        kernel(*[ins[t.name][0] for t in kernel.inputs], out=[outs[t.name][0] for t in kernel.outputs], **given)
     online = set()  # the sums the kernel computes in online() loops (their bound is wider: Oracle._reduce)
     for st in sched.stages.values() if sched is not None else ():
         if getattr(st, "online_stats", ()):
