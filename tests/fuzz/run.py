@@ -187,8 +187,9 @@ def estimate_work(kernel, sizes: dict) -> int | None:
             else:  # a statement costs about one interpreted op per 25 characters of it
                 text = statement(x, kernel.program.form) or ""
                 # the interpreter calls a tl.reduce's combine function (the NaN-keeping max) once per element, in
-                # Python: bounded by the product of the kernel's tile extents (seed 24801005 ran 86 s)
-                n += 1 + len(text) // 25 + text.count("tl.reduce(") * tile
+                # Python: bounded by the product of the kernel's tile extents (seed 24801005 ran 86 s); so does a
+                # tl.associative_scan's (cummax/cummin/linear_scan), a few ops each (seed 27400453 ran > 10 min)
+                n += 1 + len(text) // 25 + text.count("tl.reduce(") * tile + text.count("tl.associative_scan(") * 4 * tile
         return n
 
     try:
