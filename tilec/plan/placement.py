@@ -226,6 +226,24 @@ class Layout:
         return max((self.loops.index(a) for a in before if a in self.loops), default=-1)
 
 
+def _own_axis_leaves(lay: Layout, t: IterVar, fixed: set, what: str, axis_word: str, why_fixed: str,
+                     why_fused: str) -> list:
+    """The leaves of axis t of a scan or sort stage, after refusing a place that gives t its values (compute_at)
+    and a fusion of t with another axis: both would cut the axis the stage runs along."""
+    name = lay.stage.name
+    if t in fixed:
+        raise LoweringError(f"{name} is a {what} along {t.name}, and where it is computed (compute_at) gives {t.name} "
+                            f"its values: {why_fixed}. Compute {name} at a loop outside {t.name} (or at root), where "
+                            f"its own loops run the whole axis")
+    mine = [a for a in lay.leaves if t in lay.origin[a]]
+    for a in mine:
+        if len(lay.origin[a]) > 1:
+            others = ", ".join(sorted(b.name for b in lay.origin[a] if b is not t))
+            raise LoweringError(f"{name}.{a.name} fuses the {axis_word} {t.name} with {others}: {why_fused}; fuse only "
+                                f"the other axes")
+    return mine
+
+
 def _check_scan(lay: Layout, fixed: set) -> int | None:
     """The loop level where a scan stage's carry starts, after checking that its axis runs as
     `tilec.lower.scans` lowers it: the axis's leaves are loops and at most one tile, none fused with another
@@ -234,16 +252,8 @@ def _check_scan(lay: Layout, fixed: set) -> int | None:
     the loops run t in order, and that no grid axis splits a row between programs (which run in parallel)."""
     stage, t = lay.stage, lay.stage.tensor.scan_axis
     name = stage.name
-    if t in fixed:
-        raise LoweringError(f"{name} is a scan along {t.name}, and where it is computed (compute_at) gives {t.name} its "
-                            f"values: each iteration of that loop would start the scan afresh. Compute {name} at a "
-                            f"loop outside {t.name} (or at root), where its own loops run the whole axis")
-    mine = [a for a in lay.leaves if t in lay.origin[a]]
-    for a in mine:
-        if len(lay.origin[a]) > 1:
-            others = ", ".join(sorted(b.name for b in lay.origin[a] if b is not t))
-            raise LoweringError(f"{name}.{a.name} fuses the scan axis {t.name} with {others}: a scan runs along {t.name} "
-                                f"in order, with a carry between its iterations; fuse only the other axes")
+    mine = _own_axis_leaves(lay, t, fixed, "scan", "scan axis", "each iteration of that loop would start the scan "
+                            "afresh", f"a scan runs along {t.name} in order, with a carry between its iterations")
     tiles = [a for a in mine if lay.kind[a] == "tile"]
     if len(tiles) > 1:
         raise LoweringError(f"{name}: the scan axis {t.name} has {len(tiles)} tile axes ({', '.join(a.name for a in tiles)}); "
@@ -266,16 +276,9 @@ def _check_sort(lay: Layout, fixed: set, config: dict, facts) -> None:
     grid axis, no fusion with another axis, no place that fixes it."""
     stage, t = lay.stage, lay.stage.tensor.sort_axis
     name, what = stage.name, stage.tensor.body.name
-    if t in fixed:
-        raise LoweringError(f"{name} is a {what} along {t.name}, and where it is computed (compute_at) gives {t.name} "
-                            f"its values: each iteration of that loop would sort a part of the row. Compute {name} "
-                            f"at a loop outside {t.name} (or at root)")
-    mine = [a for a in lay.leaves if t in lay.origin[a]]
+    mine = _own_axis_leaves(lay, t, fixed, what, "sorted axis", "each iteration of that loop would sort a part of "
+                            "the row", f"a {what} orders {t.name} within one tile")
     for a in mine:
-        if len(lay.origin[a]) > 1:
-            others = ", ".join(sorted(b.name for b in lay.origin[a] if b is not t))
-            raise LoweringError(f"{name}.{a.name} fuses the sorted axis {t.name} with {others}; a {what} orders "
-                                f"{t.name} within one tile: fuse only the other axes")
         if lay.kind[a] in ("grid", "serial", "unroll") and not at_most_once(a.extent, config, list(facts)):
             raise LoweringError(f"{name}: {a.name} is a {lay.kind[a]} loop over the sorted axis {t.name}; a {what} "
                                 f"orders the whole axis in one tile (tl.sort). Split {t.name} by a tile at least "

@@ -62,29 +62,33 @@ def _names_and_texts(facts: list) -> tuple[list[str], tuple]:
     return names, texts
 
 
-def single_iteration(extent, config: dict, facts: list) -> bool:
-    """Whether a loop of `extent` (an expression of sizes and knobs) runs exactly once for every size the
-    facts allow: `cdiv(N, 8192)` under `N >= 1 and N <= 8192` (sizes may be 0 at a call), `cdiv(60, 64)`.
-    Such a loop is lowered as no loop."""
+def _loop_text(extent, config: dict, facts: list):
+    """(the extent as isl text, the parameters, the facts' texts), or None where isl cannot read the extent."""
     names, texts = _names_and_texts(facts)
     try:
         ext = aff(extent, {}, config)
     except NotAffine:
-        return False
+        return None
     params = sorted(set(names) | {n.name for n in walk(extent) if isinstance(n, SizeVar)})
-    return _exactly_one(ext, tuple(params), texts)
+    return ext, tuple(params), texts
+
+
+def single_iteration(extent, config: dict, facts: list) -> bool:
+    """Whether a loop of `extent` (an expression of sizes and knobs) runs exactly once for every size the
+    facts allow: `cdiv(N, 8192)` under `N >= 1 and N <= 8192` (sizes may be 0 at a call), `cdiv(60, 64)`.
+    Such a loop is lowered as no loop."""
+    loop = _loop_text(extent, config, facts)
+    return loop is not None and _exactly_one(*loop)
 
 
 def at_most_once(extent, config: dict, facts: list) -> bool:
     """Whether a loop of `extent` runs at most once for every size the facts allow (sizes are at least 0 at a
     call): `cdiv(E, 64)` under `E <= 64`. A sort's axis must fit one tile: its outer loop may run once, or not
     at all for an empty row."""
-    names, texts = _names_and_texts(facts)
-    try:
-        ext = aff(extent, {}, config)
-    except NotAffine:
+    loop = _loop_text(extent, config, facts)
+    if loop is None:
         return False
-    params = sorted(set(names) | {n.name for n in walk(extent) if isinstance(n, SizeVar)})
+    ext, params, texts = loop
     pre = f"[{', '.join(params)}] -> " if params else ""
     context = " and ".join(texts + ("1 = 1",))
     return isl.Set.read_from_str(isl.DEFAULT_CONTEXT, f"{pre}{{ : {context} and ({ext}) >= 2 }}").is_empty()

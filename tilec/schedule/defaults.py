@@ -56,12 +56,7 @@ def default_stage(stage: Stage, fixed=frozenset()) -> Stage:
     fixed_leaves = [a for a in st.leaves if a in fixed]
     st.reorder(*fixed_leaves, *plain, *outers, *red_outer, *inners, *red_inner)
     if stage.attach is None:
-        grid = [*plain, *outers]
-        if grid:
-            g = grid[0]
-            for nxt in grid[1:]:
-                g = st.fuse(g, nxt)
-            st.bind(g, "program_id.0")
+        _bind_fused(st, [*plain, *outers])
     st.warps = stage.warps  # the stage's own num_warps (the user's step, not the default's): kept, not a step
     return st
 
@@ -103,6 +98,16 @@ def default_trace(stage: Stage, fixed: Iterable[IterVar] = frozenset()) -> Trace
     return Trace(default_stage(stage, fixed).steps, axes) if stage.kind == "compute" else Trace()
 
 
+def _bind_fused(st: Stage, axes: list) -> None:
+    """The axes (outer first) fused into one, bound to program_id.0: a root stage's grid."""
+    if not axes:
+        return
+    g = axes[0]
+    for nxt in axes[1:]:
+        g = st.fuse(g, nxt)
+    st.bind(g, "program_id.0")
+
+
 def _default_scan(stage: Stage, st: Stage, fixed) -> Stage:
     """A scan along axis t: t split by 256, its outer part the innermost serial loop (a carry between its
     iterations) and its inner part a tile; the last other axis tiled by 16 (their rows scanned at once),
@@ -116,11 +121,8 @@ def _default_scan(stage: Stage, st: Stage, fixed) -> Stage:
         outers, inners = others[:-1] + [o], [i]
     fixed_leaves = [a for a in st.leaves if a in fixed]
     st.reorder(*fixed_leaves, *outers, to, *inners, ti)
-    if stage.attach is None and outers:
-        g = outers[0]
-        for nxt in outers[1:]:
-            g = st.fuse(g, nxt)
-        st.bind(g, "program_id.0")
+    if stage.attach is None:
+        _bind_fused(st, outers)
     st.warps = stage.warps
     return st
 
@@ -137,10 +139,7 @@ def _default_sort(stage: Stage, st: Stage, fixed) -> Stage:
     to, ti = st.split(t, 1 << max(0, (ext - 1).bit_length()))
     fixed_leaves = [a for a in st.leaves if a in fixed]
     st.reorder(*fixed_leaves, *others, to, ti)
-    if stage.attach is None and others:
-        g = others[0]
-        for nxt in others[1:]:
-            g = st.fuse(g, nxt)
-        st.bind(g, "program_id.0")
+    if stage.attach is None:
+        _bind_fused(st, others)
     st.warps = stage.warps
     return st
