@@ -398,3 +398,12 @@ def test_inputs_with_rows_of_minus_inf():
     neg = torch.isneginf(x)
     assert neg.any() and not neg.all()
     assert torch.equal(neg, neg.cummin(dim=1).values)  # a prefix of each row, nothing after a finite value
+
+
+def test_a_case_too_slow_to_interpret_keeps_its_sizes_when_smaller_ones_change_its_refusals():
+    """Seed 155741845 (scan): bind(jo) of a split scan axis is refused at N=23 (jo runs 3 times) but legal
+    at N=5 (once), so the same statements at the halved sizes bind program_id.0 twice. Shrinking sizes for
+    the interpreter must not turn that into an internal error: the case stays at its own sizes."""
+    out = run.run_seed(155741845)
+    assert out["status"] in ("correct", "slow", "refused"), out.get("message")
+    assert out["status"] != "refused" or out["stage"] != "schedule"
