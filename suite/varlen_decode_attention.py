@@ -15,12 +15,12 @@ refuses (tilec.poly.model.NotAffine, not a TilecError, at the first primitive or
 to float16 before P @ V, as FlashAttention rounds it to the input type; V past a sequence's length is read
 as 0, as its predicated loads give it.
 
-The loop over keys runs over the whole cache extent NC for every sequence, and the positions at or past
-cache_seqlens[b] are masked to -inf before the softmax (their keys still read, their weights 0): the work is
-O(NC) per (b, h) where the original's is O(cache_seqlens[b]) (its key loop stops at the sequence's last
-block, n_block_max from the length). Loop bounds that depend on data would make it the original's loop
-(docs/language.md, "Not in the language yet"). Fast schedule: a program per (b, query head), the key loop
-over BN-token tiles with `online(m, l)` (FlashAttention's running max and sum), q's row loaded once.
+The loop over keys stops at each sequence's last block, as the original's (its n_block_max from the length):
+the max's operand is where(j < cache_seqlens[b], ..., -inf), and with b on the grid cache_seqlens[b] is one
+value per program, loaded before the loop, which runs over the blocks below it unmasked, then the last one
+masked (docs/online.md, "Masked tiles"): O(cache_seqlens[b]) work per (b, h), not O(NC). Fast schedule: a
+program per (b, query head), the key loop over BN-token tiles with `online(m, l)` (FlashAttention's running
+max and sum), q's row loaded once.
 suite/gqa_decode_attention.py is the same attention with the query heads grouped per KV head on the host,
 bfloat16 and split-KV; this one indexes the KV head by h // G in the compute and gathers the cache row
 through cache_batch_idx.

@@ -586,3 +586,46 @@ def test_an_online_refusal_with_two_culprits_names_the_same_one_in_every_process
         said.add(out.stdout.strip())
     assert len(said) == 1, said
     assert "online(O): P reads a statistic" in said.pop()
+
+
+def _ragged_softmax_sum(rows_per_program: int):
+    """O[b] = sum_j softmax(where(j < lens[b], X[b, j], -inf))_j * V[b, j]: each row's loop bounded by its length."""
+    B, N = tc.size_vars("B N")
+    X = tc.placeholder((B, N), "float32", name="X")
+    V = tc.placeholder((B, N), "float32", name="V")
+    lens = tc.placeholder((B,), "int32", name="lens")
+    Xm = tc.compute((B, N), lambda b, j: tc.where(j < lens[b], X[b, j], float("-inf")), name="Xm")
+    j1, j2, j3 = (tc.reduce_axis(N, name=n) for n in ("j1", "j2", "j3"))
+    m = tc.compute((B,), lambda b: tc.max(Xm[b, j1], axis=j1), name="m")
+    l = tc.compute((B,), lambda b: tc.sum(tc.exp(Xm[b, j2] - m[b]), axis=j2), name="l")  # noqa: E741
+    O = tc.compute((B,), lambda b: tc.sum(tc.exp(Xm[b, j3] - m[b]) / l[b] * V[b, j3], axis=j3), name="O")
+    s = tc.create_schedule(O)
+    s[Xm].compute_inline()
+    (b,) = O.axis
+    if rows_per_program == 1:
+        s[O].bind(b, "program_id.0")
+    else:
+        bo, bi = s[O].split(b, rows_per_program)
+        s[O].bind(bo, "program_id.0")
+    jo, ji = s[O].split(j3, 8)
+    s[O].reorder(*[a for a in s[O].leaves if a is not jo and a is not ji], jo, ji)
+    s[O].online(s[m], s[l])
+    return s, [X, V, lens, O]
+
+
+@pytest.mark.parametrize("rows_per_program", [1, 4])
+def test_a_loop_bounded_by_a_length_read_from_data(rows_per_program):
+    """A ragged batch (varlen attention's key loop): where the max's operand is where(j < lens[b], x, -inf) and
+    lens[b] is one value per program, the loop stops at the row's last tile (FlashAttention's n_block_max),
+    its full tiles unmasked; where a program holds several rows, lens[b] is a tile and every tile runs, masked.
+    Both agree with torch, NaN/inf past a row's length included (they are never read into the output)."""
+    s, args = _ragged_softmax_sum(rows_per_program)
+    src = tc.lower(s, target="cuda").source()
+    assert ("j3o_hi = tl.minimum(tl.maximum(lens_tile" in src) == (rows_per_program == 1)
+    kern = tc.build(s, args)
+    x, v = torch.randn(7, 37), torch.randn(7, 37)
+    lens = torch.tensor([37, 1, 8, 9, 16, 30, 2], dtype=torch.int32)
+    pad = torch.arange(37)[None, :] >= lens[:, None].long()
+    x[pad] = float("nan")  # past each row's end: masked, never reaches the output
+    want = (torch.softmax(torch.where(pad, float("-inf"), x.double()), 1) * torch.where(pad, 0.0, v.double())).sum(1)
+    torch.testing.assert_close(kern(x, v, lens).double(), want, rtol=1e-5, atol=1e-6)

@@ -250,9 +250,10 @@ def _factor(e: Expr, owner, m, stats, divisible, x_target: Expr, rename, own):
 
 
 def inequalities(cond: Expr) -> list[dict] | None:
-    """`cond` (a conjunction of comparisons of integer expressions of axes, sizes and ints) as linear
-    inequalities, each {term: coefficient} meaning sum(coefficient * term) <= 0, the term None standing for
-    1; None where cond is not of that form."""
+    """`cond` (a conjunction of comparisons of integer expressions of axes, sizes, ints and reads of integer
+    tensors, `j < lens[b]`) as linear inequalities, each {term: coefficient} meaning sum(coefficient * term)
+    <= 0, the term None standing for 1; None where cond is not of that form. A read is a term of its own
+    (a value the lowering knows per program where its indices are: a loop bound from data)."""
     if isinstance(cond, Binary) and cond.op == "&":
         a, b = inequalities(cond.a), inequalities(cond.b)
         return None if a is None or b is None else a + b
@@ -277,6 +278,8 @@ def _linear(e: Expr) -> dict | None:
         return {None: e.value}
     if isinstance(e, (IterVar, SizeVar)):
         return {e: 1}
+    if isinstance(e, Load) and e.dtype in ("int32", "int64", "int16", "int8", "uint8", "uint16"):
+        return {e: 1}  # a per-sequence length, lens[b]
     if isinstance(e, Binary) and e.op in ("+", "-"):
         a, b = _linear(e.a), _linear(e.b)
         if a is None or b is None:

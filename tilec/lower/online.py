@@ -10,7 +10,7 @@ split_k.py.
 
 from __future__ import annotations
 
-from tilec.ir.expr import Reduce, SizeVar
+from tilec.ir.expr import IterVar, Load, Reduce, SizeVar, walk
 from tilec.ir.knob import factor_value
 from tilec.lower import code as c
 from tilec.lower.nest import AccInit, Comment, Note, Update
@@ -108,6 +108,12 @@ class OnlineLoop:
             """The least (or greatest) value of axis a over the tile, or None if it is not a block."""
             if isinstance(a, SizeVar):
                 return self.scalar(a)
+            if isinstance(a, Load):  # a read (lens[b]): a bound where it is one value in this program, its
+                axes = {n for i in a.indices for n in walk(i) if isinstance(n, IterVar)}  # indices known before
+                if j in axes or not axes <= set(env):  # the loop (not the loop's own axis)
+                    return None
+                r = self.emit(a, x, {})
+                return r.code if not r.dims else None
             v = env.get(a)
             if v is None:
                 return None
