@@ -39,7 +39,7 @@ def main(argv=None) -> int:
     ap.add_argument("--show", type=int, default=None, help="print the script of case SEED and exit")
     ap.add_argument("--quiet", action="store_true", help="do not log each failure as it happens")
     ap.add_argument("--family", default=None, choices=["elementwise", "reduce", "gemm", "norm", "random", "online",
-                                                        "scan"], help="draw every case from this family")
+                                                        "scan", "scatter"], help="draw every case from this family")
     a = ap.parse_args(argv)
     if a.family:  # read by tests/fuzz/gen.py in every worker (the same seed then gives another case)
         os.environ["TILEC_FUZZ_FAMILY"] = a.family

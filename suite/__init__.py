@@ -46,8 +46,7 @@ NAMES = [
     "varlen_decode_attention",
     "cumsum",
     "padded_vocab_softmax",
-]
-
-REFUSED = [
     "moe_scatter",
 ]
+
+REFUSED: list[str] = []

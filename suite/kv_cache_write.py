@@ -2,19 +2,18 @@
 slots, each slot (H, D)) at the slots that slot_mapping gives (slot = block * BS + offset; -1: a padding
 token, not written), as vLLM's reshape_and_cache_flash does before attention reads the cache.
 
-    src[blk, off] = max_t where(slot_mapping[t] == blk * BS + off, t, -1)      (the token written there, or -1)
-    key_out[blk, off, h, d]   = key[src, h, d]   if src >= 0 else key_cache[blk, off, h, d]
-    value_out[blk, off, h, d] = value[src, h, d] if src >= 0 else value_cache[blk, off, h, d]
+    key_out[slot_mapping[t] // BS, slot_mapping[t] % BS, h, d]   = key[t, h, d]      (tc.scatter into key_cache)
+    value_out[slot_mapping[t] // BS, slot_mapping[t] % BS, h, d] = value[t, h, d]    (tc.scatter into value_cache)
 
-The formulation is a dense gather: every slot of the cache looks for its writer among the T tokens, O(NB * BS
-* T) comparisons, and the whole cache is written out (O(NB * BS * H * D)), where the original writes in
-place only the T tokens' slots (O(T * H * D)): a scatter (`cache[slot_mapping[t]] = key[t]`) and in-place
-update, which the language lacks (docs/language.md, "Not in the language yet"). The caches are therefore
-outputs of their own, the updated copies. vLLM's slots are distinct (each token has its own slot), and so
-are this module's; with a repeated slot the max would pick the last token deterministically, where the
-original's writes would race. float16, vLLM's layout for its FlashAttention backend, (num_blocks,
-block_size, num_heads, head_size). Fast schedule: a program per tile of BSL slots (of the flattened
-blocks x offsets), the slot's writer found over token tiles of BT, then both caches' (BSL x BH x BD) tiles.
+Each token's (H, D) values are written once at its slot: O(T * H * D), as the original. A padding token's slot
+-1 is block -1, outside the cache: not written (a position outside the output is not written). The slots are
+data, so `unique=True` states what vLLM guarantees: no two tokens share a slot. The suite calls its kernels as
+functions, so each scatter starts as a copy of its cache (`tc.scatter(key_cache, ...)`: torch's out-of-place
+`index_put`), and the copy costs O(NB * BS * H * D); a server updates its cache in place instead, with
+`tc.scatter((NB, BS, H, D), ..., init=None)` and `kernel(key, slot_mapping, out=key_cache, NB=..., BS=...)`
+(tests/test_scatter.py). float16, vLLM's layout for its FlashAttention backend, (num_blocks, block_size,
+num_heads, head_size). Fast schedule: a program per token, the (H, D) values in tiles of BH x BD; the two
+scatters are two kernels (a scatter runs in a kernel of its own).
 """
 
 import functools
@@ -39,27 +38,20 @@ def make(fast: bool):
     key_cache = tc.placeholder((NB, BS, H, D), "float16", name="key_cache")
     value_cache = tc.placeholder((NB, BS, H, D), "float16", name="value_cache")
     slot_mapping = tc.placeholder((T,), "int64", name="slot_mapping")
-    t = tc.reduce_axis(T, name="t")
-    src = tc.compute((NB, BS), lambda blk, off: tc.max(tc.where(slot_mapping[t] == blk * BS + off, t, -1), axis=t),
-                     name="src")
-    key_out = tc.compute((NB, BS, H, D), lambda blk, off, h, d: tc.where(
-        src[blk, off] >= 0, key[src[blk, off], h, d], key_cache[blk, off, h, d]), name="key_out")
-    value_out = tc.compute((NB, BS, H, D), lambda blk, off, h, d: tc.where(
-        src[blk, off] >= 0, value[src[blk, off], h, d], value_cache[blk, off, h, d]), name="value_out")
+
+    def at(t, h, d):
+        return slot_mapping[t] // BS, slot_mapping[t] % BS, h, d
+
+    key_out = tc.scatter(key_cache, (T, H, D), at, lambda t, h, d: key[t, h, d], unique=True, name="key_out")
+    value_out = tc.scatter(value_cache, (T, H, D), at, lambda t, h, d: value[t, h, d], unique=True, name="value_out")
     s = tc.create_schedule([key_out, value_out])
     if fast:
-        blk, off, h, d = key_out.axis
-        so = s[key_out].fuse(blk, off)
-        soo, soi = s[key_out].split(so, tc.knob("BSL", [16, 32, 8]))
-        s[key_out].bind(soo, "program_id.0")
-        for out in (key_out, value_out):  # the same (H, D) tiles in both caches
-            _, _, h, d = out.axis
+        for out in (key_out, value_out):
+            t, h, d = out.axis
             ho, hi = s[out].split(h, tc.knob("BH", [4, 2, 8]))
-            do, di = s[out].split(d, tc.knob("BD", [64, 128, 32]))
-            s[out].reorder(ho, do, hi, di)
-        s[src].split(t, tc.knob("BT", [32, 64, 16]))
-        s[src].compute_at(s[key_out], soo)
-        s[value_out].compute_at(s[key_out], soo)
+            do, di = s[out].split(d, tc.knob("BD", [128, 64, 32]))
+            s[out].reorder(t, ho, do, hi, di)
+            s[out].bind(t, "program_id.0")
     return s, [key, value, key_cache, value_cache, slot_mapping, key_out, value_out]
 
 

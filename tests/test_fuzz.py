@@ -407,3 +407,34 @@ def test_a_case_too_slow_to_interpret_keeps_its_sizes_when_smaller_ones_change_i
     out = run.run_seed(155741845)
     assert out["status"] in ("correct", "slow", "refused"), out.get("message")
     assert out["status"] != "refused" or out["stage"] != "schedule"
+
+
+def test_scatter_family_cases():
+    """fam_scatter (gen.SCATTER_SHARE of the seeds left after the online and scan streams, a stream of its own):
+    its cases run and agree with the oracle's scatter rule, whose float adds are bounded in any order; and
+    the oracle flags a kernel whose scatter lost its atomics (a store where two points meet)."""
+    import random
+
+    seeds = [s for s in range(3000) if random.Random(gen.seed_mix(s)).random() >= gen.ONLINE_SHARE
+             and random.Random(gen.seed_mix_scan(s)).random() >= gen.SCAN_SHARE
+             and random.Random(gen.seed_mix_scatter(s)).random() < gen.SCATTER_SHARE][:10]
+    assert len(seeds) == 10
+    outcomes = [run.run_seed(s) for s in seeds]
+    assert all(o["family"] == "scatter" for o in outcomes)
+    assert all(o["status"] in ("correct", "refused", "slow") for o in outcomes), \
+        [(o["seed"], o["status"], o.get("message")) for o in outcomes if o["status"] not in ("correct", "refused", "slow")]
+    assert sum(o["status"] == "correct" for o in outcomes) >= 5
+    N = tc.size_vars("N")
+    x = tc.placeholder((N,), "int32", name="x")
+    count = tc.scatter((3,), (N,), lambda i: x[i], lambda i: 1, combine="add", dtype="int32", name="count")
+    s = tc.create_schedule(count)
+    report = oracle.check_kernel(s, [x, count], sizes={"N": 40}, inputs={"x": {"range": (0, 3)}}, seed=5)
+    assert report.ok, str(report)
+    # the same scatter with a false unique=True: stores, not adds, where 40 values meet in 3 bins
+    stored = tc.scatter((3,), (N,), lambda i: x[i], lambda i: 1, unique=True, dtype="int32", name="count")
+    wrong = tc.build(tc.create_schedule(stored), [x, stored])
+    assert "tl.atomic_add(" not in wrong.program.source()
+    xv = torch.randint(0, 3, (40,), dtype=torch.int32)
+    ref = oracle.Oracle({"N": 40}, {"x": xv}).tensor(count)
+    assert torch.equal(ref.val, torch.bincount(xv, minlength=3).to(torch.int64))
+    assert oracle.compare("count", wrong(xv), ref)  # the stores' counts (0 or 1) are flagged

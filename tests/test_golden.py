@@ -96,3 +96,32 @@ def test_scan_golden(name, golden):
     prog = tc.lower(_scan_schedules()[name], target="cuda")
     golden(f"{name}.nest.txt", str(prog))
     golden(f"{name}.triton.txt", prog.source())
+
+
+def _scatter_schedules():
+    """A histogram (int32 atomic adds at data positions, out-of-range ones masked) and a cache write (a store at
+    a data row of a (S, D) cache, unique=True), each over tiles of its domain."""
+    N = tc.size_vars("N")
+    x = tc.placeholder((N,), "int64", name="x")
+    count = tc.scatter((100,), (N,), lambda i: x[i], lambda i: 1, combine="add", dtype="int32", name="count")
+    s1 = tc.create_schedule(count)
+    io, ii = s1[count].split(count.axis[0], tc.knob("BN", [1024, 512]))
+    s1[count].bind(io, "program_id.0")
+    T, S, D = tc.size_vars("T S D")
+    cache = tc.placeholder((S, D), "bfloat16", name="cache")
+    slot = tc.placeholder((T,), "int32", name="slot")
+    k = tc.placeholder((T, D), "bfloat16", name="k")
+    new = tc.scatter(cache, (T, D), lambda t, d: (slot[t], d), lambda t, d: k[t, d], unique=True, name="new")
+    s2 = tc.create_schedule(new)
+    do, di = s2[new].split(new.axis[1], 64)
+    s2[new].bind(new.axis[0], "program_id.0")
+    return {"scatter_histogram": s1, "scatter_cache_write": s2}
+
+
+@pytest.mark.parametrize("name", ["scatter_histogram", "scatter_cache_write"])
+def test_scatter_golden(name, golden):
+    """A scatter's store at its positions: the address over the tile, the mask to the output's bounds, tl.store
+    or tl.atomic_add."""
+    prog = tc.lower(_scatter_schedules()[name], target="cuda")
+    golden(f"{name}.nest.txt", str(prog))
+    golden(f"{name}.triton.txt", prog.source())

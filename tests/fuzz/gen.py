@@ -54,6 +54,14 @@ def seed_mix_scan(seed: int) -> int:
     return (seed * 0x85EBCA77 + 0x5CA7) % (1 << 61)
 
 
+SCATTER_SHARE = 0.08   # the share of the seeds left that are fam_scatter cases (a stream of their own)
+
+
+def seed_mix_scatter(seed: int) -> int:
+    """The seed of the stream that decides whether a case is fam_scatter (apart, as `seed_mix`)."""
+    return (seed * 0xC2B2AE3D + 0x5CA77E) % (1 << 61)
+
+
 def seed_mix(seed: int) -> int:
     """The seed of the stream that decides whether a case is fam_online: apart from the case's own stream,
     so that adding the family left every other seed's case as it was."""
@@ -629,6 +637,76 @@ class Generator:
             return self.expr(ctx, "f", [self.read("S", axes, p_shift)], rng.randint(0, 1))
         Y = self.compute("Y", names, ybody, dtype=self.dtype_for("f"))
         return [Y] if rng.random() < 0.7 else ["S", Y]
+
+    def fam_scatter(self) -> list[str]:
+        """A scatter (tc.scatter) over a 1-2-d domain: a histogram (int adds at data positions X[...] + c, some
+        outside the output), float adds at data positions (deterministic=False), or stores at affine injective
+        positions (a reversal, a transpose, 2 * i + c) of a value expression, starting at a number or as a copy of
+        an input; then, for stores, maybe an elementwise reader of it."""
+        rng = self.rng
+        rank = rng.choice([1, 2, 2])
+        names = self.make_sizes(rank)
+        params = ["i", "j"][:rank]
+        axes = list(zip(params, names))
+        p_shift = 0.0 if rng.random() < 0.6 else 0.2
+        kind = rng.choice(["hist", "hist", "fadd", "store", "store"])
+        dom = "(" + ", ".join(names) + ("," if rank == 1 else "") + ")"
+        lam = f"lambda {', '.join(params)}: "
+        if kind in ("hist", "fadd"):
+            X = self.placeholder("X", names, "int32" if rng.random() < 0.8 else "int64")
+            bins = rng.randint(1, 12)
+            pos = [f"X[{', '.join(params)}]" + rng.choice(["", " + 3", " + 5", " - 1"])]
+            shape = [str(bins)]
+            if rank == 2 and rng.random() < 0.5:  # a histogram per column
+                pos.append(params[1])
+                shape.append(names[1])
+            if kind == "hist":
+                V = self.placeholder("V", names, "int32")
+                ctx = _Ctx(axes, [V], p_shift)
+                value = self.to_cat(self.expr(ctx, "i", [self.read(V, axes, p_shift)], rng.randint(0, 1)), "i").code \
+                    if rng.random() < 0.6 else "1"
+                extra = f", combine='add', dtype={rng.choice(['int32', 'int64'])!r}"
+            else:
+                V = self.placeholder("V", names, self.in_dtype("f"))
+                ctx = _Ctx(axes, [V], p_shift)
+                value = self.to_cat(self.expr(ctx, "f", [self.read(V, axes, p_shift)], rng.randint(0, 1)), "f").code
+                extra = ", combine='add', deterministic=False, dtype='float32'"
+            init = rng.choice(["", "", ", init=2", ", init=-1"])
+            target = "(" + ", ".join(shape) + ("," if len(shape) == 1 else "") + ")"
+            at = pos[0] if len(pos) == 1 else "(" + ", ".join(pos) + ")"
+            self.compute_line(f"O = tc.scatter({target}, {dom}, {lam}{at}, {lam}{value}, name='O'{init}{extra})")
+            self.tensors["O"] = dict(dims=list(names), dtype=self.ns["O"].dtype, kind="compute", red=[], reduce=False)
+            return ["O"]
+        X = self.placeholder("X", names, self.in_dtype("fi"))
+        cat = _cat(self.tensors["X"]["dtype"])
+        ctx = _Ctx(axes, [X], p_shift)
+        value = self.expr(ctx, cat, [self.read(X, axes, p_shift)], rng.randint(0, 1)).code
+        if rank == 2 and rng.random() < 0.6:
+            out_dims, at = [names[1], names[0]], f"({params[1]}, {params[0]})"
+        elif rng.random() < 0.5:
+            out_dims, at = list(names), "(" + ", ".join(f"{n} - 1 - {a}" for a, n in axes) + ")"
+        else:
+            c = rng.randint(0, 2)
+            out_dims = [f"2 * {names[0]} + {c}", *names[1:]]
+            at = "(" + ", ".join([f"2 * {params[0]} + {c}", *params[1:]]) + ")"
+        dtype = self.dtype_for(cat)
+        dt = f", dtype={dtype!r}" if dtype else ""
+        into = out_dims == list(names) and rng.random() < 0.4
+        if into:  # starts as a copy of an input of the output's shape
+            target = self.placeholder("B", names, self.in_dtype("fi"))
+        else:
+            target = "(" + ", ".join(out_dims) + ("," if rank == 1 else "") + ")"
+            dt += rng.choice(["", "", ", init=1", ", init=-2"])
+        self.compute_line(f"O = tc.scatter({target}, {dom}, {lam}{at}, {lam}{value}, name='O'{dt})")
+        self.tensors["O"] = dict(dims=list(names), dtype=self.ns["O"].dtype, kind="compute", red=[], reduce=False)
+        if out_dims != list(names) or rng.random() < 0.5:
+            return ["O"]
+
+        def ybody(axes):
+            ctx = _Ctx(axes, ["O", X], p_shift)
+            return self.expr(ctx, "f", [self.read("O", axes, p_shift)], rng.randint(0, 1))
+        Y = self.compute("Y", names, ybody, dtype=self.dtype_for("f"))
+        return [Y] if rng.random() < 0.7 else ["O", Y]
 
     def fam_gemm(self) -> list[str]:
         rng = self.rng
@@ -1638,6 +1716,8 @@ class Generator:
             fam = "online"
         elif random.Random(seed_mix_scan(self.seed)).random() < SCAN_SHARE:
             fam = "scan"
+        elif random.Random(seed_mix_scatter(self.seed)).random() < SCATTER_SHARE:
+            fam = "scatter"
         fam = os.environ.get("TILEC_FUZZ_FAMILY", fam)  # a campaign of one family (scripts/fuzz.py --family)
         self.case.family = fam
         self.ns["SIZES"] = self.case.sizes

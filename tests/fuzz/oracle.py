@@ -278,6 +278,8 @@ class Oracle:
         return V(*(x.to(self.device) for x in (v.val, v.err, v.unc)), v.cat, v.weak)
 
     def _compute(self, t) -> V:
+        if t.scatter is not None:
+            return self._scatter(t)
         shape = self.shape(t)
         body = t.body
         red_axes = list(body.axes) if isinstance(body, Reduce) else []
@@ -307,6 +309,67 @@ class Oracle:
         res = self._placed(convert(v, t.dtype))
         return V(res.val.contiguous(), torch.broadcast_to(res.err, shape).contiguous(),
                  torch.broadcast_to(res.unc, shape).contiguous(), res.cat)
+
+    def _scatter(self, t) -> V:
+        """A scatter (tc.scatter): the value (rounded to the output's dtype) and the positions over the domain's
+        grid, then each point's value put at (combine=None: the generator's positions never meet) or added to
+        (combine="add") its position of the output as it starts; positions outside the output write nothing.
+        A float add's bound is a sum's in any order (the atomics' order varies), n + 2 roundings of its
+        magnitude; an uncertain position makes the whole output undecided."""
+        spec = t.scatter
+        shape = self.shape(t)
+        dom = [int(evaluate(a.extent, self.sizes)) for a in t.axis]
+        grid = {}
+        for n, a in enumerate(t.axis):
+            view = [1] * len(dom)
+            view[n] = dom[n]
+            grid[a] = exact(torch.arange(dom[n], dtype=torch.int64).view(view), "i")
+        v = self._placed(convert(self._placed(self.expr(t.body, grid)), t.dtype))
+        val = torch.broadcast_to(v.val, dom).reshape(-1)
+        err = torch.broadcast_to(v.err, dom).reshape(-1)
+        unc = torch.broadcast_to(v.unc, dom).reshape(-1)
+        ok = torch.ones(val.shape, dtype=torch.bool)
+        lin = torch.zeros(val.shape, dtype=torch.int64)
+        pos_unc = torch.zeros((), dtype=torch.bool)
+        for d, p in enumerate(spec.at):
+            pv = self._placed(self.expr(p, grid))
+            ix = torch.broadcast_to(as_int(pv), dom).reshape(-1)
+            pos_unc = pos_unc | pv.unc.any()
+            ok = ok & (ix >= 0) & (ix < shape[d])
+            lin = lin * shape[d] + ix.clamp(0, shape[d] - 1)
+        if spec.into is not None:
+            start = self._placed(convert(self.tensor(spec.into), t.dtype))
+        else:
+            start = self._placed(convert(exact(torch.tensor(spec.init), "f" if isinstance(spec.init, float) else "i",
+                                               True), t.dtype))
+        size = math.prod(shape)
+        out_val = torch.broadcast_to(start.val, shape).reshape(-1).clone()
+        out_err = torch.broadcast_to(start.err, shape).reshape(-1).clone().to(torch.float64)
+        out_unc = torch.broadcast_to(start.unc, shape).reshape(-1).clone()
+        lin, val, err, unc = lin[ok], val[ok], err[ok], unc[ok]
+        if spec.combine is None:
+            out_val[lin] = val.to(out_val.dtype)
+            out_err[lin] = err.to(torch.float64)
+            out_unc[lin] = unc
+        elif v.cat == "i":
+            out_val = out_val.index_add(0, lin, val.to(out_val.dtype))
+            lo, hi = INT_RANGE[t.dtype]
+            mag = out_val.abs().to(torch.float64).index_add(0, lin, val.abs().to(torch.float64))
+            hit = torch.zeros(size, dtype=torch.int64).index_add(0, lin, unc.to(torch.int64))
+            out_unc = out_unc | hit.gt(0) | (mag > hi)  # a partial sum past the range wraps
+        else:
+            x = val.to(torch.float64)
+            count = torch.ones(size, dtype=torch.float64).index_add(0, lin, torch.ones_like(x))
+            mag = out_val.abs().nan_to_num(0.0, 0.0, 0.0).index_add(0, lin, x.abs().nan_to_num(0.0, 0.0, 0.0))
+            out_val = out_val.index_add(0, lin, x)
+            e = out_err.index_add(0, lin, err.nan_to_num(0.0, math.inf, math.inf))
+            out_err = e + (count + 2) * U32 * mag + TINY * (count + 2)
+            nonfin = torch.zeros(size, dtype=torch.int64).index_add(0, lin, (~torch.isfinite(x)).to(torch.int64))
+            hit = torch.zeros(size, dtype=torch.int64).index_add(0, lin, unc.to(torch.int64))
+            out_unc = out_unc | hit.gt(0) | nonfin.gt(0) | (mag + out_err >= MAXFIN["float32"] * 0.5)
+        if pos_unc:
+            out_unc = torch.ones(size, dtype=torch.bool)
+        return V(out_val.view(shape), out_err.view(shape), out_unc.view(shape), v.cat)
 
     def _reduce(self, red: Reduce, v: V, dims: list[int], online: bool = False) -> V:
         acc = red.dtype

@@ -58,6 +58,7 @@ from tilec.ir.expr import (
     trunc,
     where,
 )
+from tilec.ir.scatter import scatter  # noqa: E402 - after tensor, which it builds on
 from tilec.ir.tensor import Tensor, compute, placeholder, stage_graph
 
 __all__ = [
@@ -67,5 +68,5 @@ __all__ = [
     "minimum", "placeholder", "reduce_axis", "rsqrt", "sigmoid", "silu", "size_vars", "sqrt",
     "stage_graph", "sum", "tanh", "where", "ceil", "clamp", "cos", "erf", "exp2", "expm1", "floor", "log1p", "log2",
     "pow", "round", "sign", "sin", "trunc", "rand", "randn", "randint", "Random",
-    "Scan", "Sort", "sort", "argsort", "cumsum", "cumprod", "cummax", "cummin", "linear_scan",
+    "Scan", "Sort", "sort", "scatter", "argsort", "cumsum", "cumprod", "cummax", "cummin", "linear_scan",
 ]

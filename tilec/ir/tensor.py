@@ -32,6 +32,7 @@ class Tensor:
     """
 
     _created = 0  # creation order: makes every ordering of stages (and generated code) stable
+    scatter = None  # a scatter's ScatterSpec (tilec/ir/scatter.py): its axes are its domain's, not its shape's
 
     def __init__(self, name: str, shape: tuple[Expr, ...], dtype: str, *, axis=(), body=None):
         self.name, self.shape, self.dtype = name, shape, dtype
@@ -67,13 +68,22 @@ class Tensor:
         return self.body.axis if isinstance(self.body, Sort) else None
 
     @property
+    def read_exprs(self) -> list[Expr]:
+        """The expressions whose loads this stage reads: its body, and a scatter's positions."""
+        return ([] if self.body is None else [self.body]) + list(self.scatter.at if self.scatter is not None else ())
+
+    def loads(self) -> list[Load]:
+        """Every read in this stage's expressions (its body and a scatter's positions), in walk order."""
+        return [n for e in self.read_exprs for n in walk(e) if isinstance(n, Load)]
+
+    @property
     def inputs(self) -> list[Tensor]:
         """The tensors this stage reads, in first-read order, without repeats."""
         seen: dict[int, Tensor] = {}
-        if self.body is not None:
-            for node in walk(self.body):
-                if isinstance(node, Load):
-                    seen.setdefault(id(node.tensor), node.tensor)
+        for node in self.loads():  # a scatter also reads its positions' tensors, and what it starts as
+            seen.setdefault(id(node.tensor), node.tensor)
+        if self.scatter is not None and self.scatter.into is not None:
+            seen.setdefault(id(self.scatter.into), self.scatter.into)
         return list(seen.values())
 
     def __getitem__(self, idx) -> Load:
@@ -88,20 +98,10 @@ class Tensor:
         if len(idx) != self.ndim:
             raise ArgumentError(f"{self.name} has {self.ndim} dimensions, indexed with {len(idx)}: "
                                 f"{self.name}[{', '.join(map(show, idx))}]")
-        exprs = []
-        for n, e in enumerate(idx):
-            try:
-                e = as_expr(e)
-            except ArgumentError:
-                raise ArgumentError(f"index {n} of {self.name}: expected an integer expression of axes and "
-                                    f"sizes, got {type(e).__name__} {e!r}") from None
-            if e.dtype not in ("int32", "int64"):
-                raise ArgumentError(f"index {n} of {self.name} must be an integer expression, got {e}")
-            exprs.append(e)
-        return Load(self, exprs)
+        return Load(self, integer_indices(idx, lambda n: f"index {n} of {self.name}"))
 
     def __repr__(self):
-        kind = "placeholder" if self.is_placeholder else "compute"
+        kind = "placeholder" if self.is_placeholder else "scatter" if self.scatter is not None else "compute"
         return f"<{kind} {self.name}[{', '.join(map(str, self.shape))}] {self.dtype}>"
 
     def __call__(self, *args, **kwargs):
@@ -110,6 +110,22 @@ class Tensor:
     def __setitem__(self, idx, value):
         raise ArgumentError(f"{self.name}[...] = ...: tensors are not assigned; define a tensor's values with "
                             f"tc.compute(shape, lambda i, j: ..., name=...)")
+
+
+def integer_indices(idx, what) -> list[Expr]:
+    """`idx` as integer expressions of axes, sizes and reads (a read's indices, a scatter's positions); `what(n)`
+    names index n in the error."""
+    exprs = []
+    for n, e in enumerate(idx):
+        try:
+            e = as_expr(e)
+        except ArgumentError:
+            raise ArgumentError(f"{what(n)}: expected an integer expression of axes and sizes, got "
+                                f"{type(e).__name__} {e!r}") from None
+        if e.dtype not in ("int32", "int64"):
+            raise ArgumentError(f"{what(n)} must be an integer expression, got {e} ({e.dtype})")
+        exprs.append(e)
+    return exprs
 
 
 def _shape(shape, what: str, affine: bool = True) -> tuple[Expr, ...]:
@@ -243,6 +259,6 @@ def sizes_of(tensors: Sequence[Tensor], *, reduce_extents: bool = True) -> dict:
     definition of "a schedule's sizes": isl's parameters, a kernel's size arguments, what a shape mix
     must give, what `specialize` may name."""
     exprs = [e for t in tensors for e in t.shape]
-    if reduce_extents:
-        exprs += [a.extent for t in tensors for a in t.reduce_axis]
+    if reduce_extents:  # and a scatter's domain, which no shape of its own holds
+        exprs += [a.extent for t in tensors for a in (*t.reduce_axis, *(t.axis if t.scatter is not None else ()))]
     return {n.name: n for e in exprs for n in walk(e) if isinstance(n, SizeVar)}

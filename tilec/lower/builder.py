@@ -56,6 +56,7 @@ from tilec.lower.nest_printer import show
 from tilec.lower.online import OnlineLoop
 from tilec.lower.reductions import Reductions, compute_text
 from tilec.lower.scans import Scans
+from tilec.lower.scatters import Scatters
 from tilec.lower.sorts import Sorts
 from tilec.lower.split_k import SplitKParts
 from tilec.lower.values import AxisVal, Val, ValueEmitter, castable
@@ -98,7 +99,7 @@ def param_key(sched):
     return lambda p: (_PARAM_KINDS[p.kind], rank(p))
 
 
-class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, Scans, Sorts, ValueEmitter):
+class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, Scans, Sorts, Scatters, ValueEmitter):
     """Builds the loop-nest IR of the kernel whose root stage is `root`: its loops, stages and statements
     here, its values in `ValueEmitter` (tilec/lower/values.py), its reductions, online loops, split_k
     kernels and cache_reads in the mixins it inherits."""
@@ -631,6 +632,11 @@ class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, Scans, Sort
         out.append(Assign(name, code, None if x.tensor.is_reduction else Note((repr(t.body),))))
         val = Val(c.Name(name), v.dims, t.dtype)
         env = self.env[x.name]
+        if t.scatter is not None:  # stored at its positions (scatters.py); no reader shares its kernel
+            if t.name not in self.stores:
+                self.stores.append(t.name)
+            self.scatter_store(x, val, out)
+            return
         if t.name in self.p.stored:
             if t.name not in self.stores:
                 self.stores.append(t.name)

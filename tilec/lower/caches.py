@@ -8,7 +8,7 @@ placed where a tile is not yet known is refused with a `LoweringError` that name
 from __future__ import annotations
 
 from tilec.errors import LoweringError
-from tilec.ir.expr import IterVar, Load, walk
+from tilec.ir.expr import IterVar, walk
 from tilec.ir.knob import Knob, factor_value
 from tilec.lower import code as c
 from tilec.lower.nest import Assign, Comment
@@ -29,7 +29,7 @@ class CacheReads:
         saved, self.stmts = self.stmts, out
         tma = bool(factor_value(c.tma, self.config))
         for reader in c.readers:
-            nodes = [n for n in walk(reader.tensor.body) if isinstance(n, Load) and n.tensor is c.tensor]
+            nodes = [n for n in reader.tensor.loads() if n.tensor is c.tensor]
             out.append(Comment(f"{c.name}: tile of {c.tensor.name} read by {reader.name}, loaded here"))
             if reader is x:
                 env = self.env[x.name]

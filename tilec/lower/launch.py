@@ -199,6 +199,10 @@ def launch_source(program, inputs: list[Tensor], outputs: list[Tensor],
                      f"ask tilec for the file of these sizes (kernel.dump(**sizes))\")")
     for t in outputs:
         lines.append(f"    if {t.name} is None:")
+        if t.scatter is not None and t.scatter.init is None and t.scatter.into is None:
+            lines.append(f"        raise ValueError(\"{t.name} updates the tensor given in place (a scatter with "
+                         f"init=None): pass {t.name}=\")")
+            continue
         lines.append(f"        {t.name} = torch.empty({tup([cfg(e) for e in t.shape])}, "
                      f"dtype={_torch_dtype(t.dtype)}, device=_device)")
     for name in program.buffers:
@@ -218,6 +222,11 @@ def launch_source(program, inputs: list[Tensor], outputs: list[Tensor],
         lines.append("    from triton.tools.tensor_descriptor import TensorDescriptor as _TensorDescriptor")
     for k in program.kernels:
         lines.append(f"    # {k.name}: computes {', '.join(k.stages)}; stores {', '.join(k.outputs)}")
+        spec = sched.tensors[k.root].scatter
+        if spec is not None and spec.into is not None:
+            lines.append(f"    {k.root}.copy_({spec.into.name})  # the scatter starts as a copy of {spec.into.name}")
+        elif spec is not None and spec.init is not None:
+            lines.append(f"    {k.root}.fill_({spec.init!r})  # what the scatter starts as")
         lines.append(f"    _grid = {tup([cfg(g) for g in k.grid])}")
         if k.persistent:
             lines.append("    _programs = min(_grid[0], torch.cuda.get_device_properties(_device).multi_processor_count "

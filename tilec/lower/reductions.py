@@ -8,7 +8,7 @@ at their innermost point; the online rewrite (online.py) calls `update` for each
 from __future__ import annotations
 
 from tilec.ir import dtypes
-from tilec.ir.expr import Binary, Cast, Expr, Load, Reduce
+from tilec.ir.expr import Binary, Cast, Expr, Load, Reduce, show
 from tilec.lower import code as c
 from tilec.lower import targets
 from tilec.lower.nest import AccInit, Comment, Dot, Note, Update, Why
@@ -21,6 +21,9 @@ _IDENTITY_INT = {"sum": c.Num(0), "max": c.Num(-2147483648), "min": c.Num(214748
 
 def compute_text(t) -> str:
     """The compute a stage's code comes from, as the user wrote it: `Y[i, j] = silu(C[i, j])`."""
+    if t.scatter is not None:  # written at its positions: count[x[i]] += 1
+        op = "+=" if t.scatter.combine == "add" else "="
+        return f"{t.name}[{', '.join(map(show, t.scatter.at))}] {op} {t.body!r}  (over {', '.join(a.name for a in t.axis)})"
     return f"{t.name}[{', '.join(a.name for a in t.axis)}] = {t.body!r}"
 
 

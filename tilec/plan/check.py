@@ -12,7 +12,7 @@ run once, the masks its tiles need), a new plan and masks from a checked analysi
 from __future__ import annotations
 
 from tilec.errors import LoweringError
-from tilec.ir.expr import IterVar, Load, walk
+from tilec.ir.expr import IterVar, walk
 from tilec.plan.analysis import Analysis
 from tilec.plan.placement import MisplacedError, Plan
 from tilec.poly.model import NotAffine, share_model
@@ -107,7 +107,7 @@ def cache_tiles_known(plan: Plan, c) -> bool:
         return plan._tile(p, a) is not None
 
     for reader in c.readers:
-        axes = {v for n in walk(reader.tensor.body) if isinstance(n, Load) and n.tensor is c.tensor
+        axes = {v for n in reader.tensor.loads() if n.tensor is c.tensor
                 for i in n.indices for v in walk(i) if isinstance(v, IterVar)}
         if reader is x:
             if any(axis_level(xp, a) > level for a in axes):

@@ -389,8 +389,8 @@ def _shift_map(producer, consumer) -> tuple[dict | None, dict | None]:
     `producer[i, j]` alone (no shift; the lowering reads the others from memory or refuses them)."""
     found: dict | None = {}
     plain = None
-    for node in walk(consumer.body):
-        if not (isinstance(node, Load) and node.tensor is producer):
+    for node in consumer.loads():  # a scatter's positions too
+        if node.tensor is not producer:
             continue
         shifts = [_shift(i) for i in node.indices]
         ok = all(s is not None for s in shifts) and len({v for v, _ in shifts}) == len(shifts)
@@ -714,8 +714,8 @@ class Plan:
                 if reader in self.sched.stages and self.sched.stages[reader].attach == "inline":
                     return False  # read through an inlined stage: at positions it computes
                 continue
-            for node in walk(q.stage.tensor.body):
-                if isinstance(node, Load) and node.tensor is p.stage.tensor:
+            for node in q.stage.tensor.loads():
+                if node.tensor is p.stage.tensor:
                     for a, idx in zip(p.stage.tensor.axis, node.indices):
                         if a in tiles and (not isinstance(idx, IterVar) or self._tile(q, idx) != tiles[a]):
                             return False

@@ -3,7 +3,10 @@ iteration domains, read and write accesses, and the dependences of the original 
 
 Statements: a reduction stage T has `_init_T[i, j]` (T = identity) and `T[i, j, k]` (T = T op body);
 an elementwise stage has `T[i, j]`; a scan along j is one too, which reads its own `T[i, j - 1]` (the carry);
-a sort along j is one whose reads take any j (each element depends on the whole row). Inlined stages are substituted into their readers first. Sizes are
+a sort along j is one whose reads take any j (each element depends on the whole row); a scatter `T[d]` over its
+domain may write any element of T (its positions are data, or proved injective here: `_check_scatter`), which only
+its readers see (a flow source, no output or anti dependence among its own writes: they do not meet, or they add
+with atomics). Inlined stages are substituted into their readers first. Sizes are
 isl parameters. Dependences (flow, anti, output) come from `UnionAccessInfo.compute_flow` on the
 definition order (stages in topological order, each nest in its natural order), as PPCG computes them.
 """
@@ -14,6 +17,8 @@ import weakref
 
 import islpy as isl
 
+from tilec.errors import ArgumentError
+from tilec.ir.dtypes import is_float
 from tilec.ir.expr import Binary, Cast, Const, Expr, IterVar, Load, Reduce, SizeVar, substitute, walk
 from tilec.ir.knob import Knob
 from tilec.ir.tensor import sizes_of
@@ -91,11 +96,16 @@ class PolyModel:
             for s in out:
                 self.stmts[s.name] = s
         self.domain = self._union_set([self._domain_text(s) for s in self.stmts.values()])
-        reads, writes = [], []
+        reads, writes, may_writes = [], [], []
         for s in self.stmts.values():
             t = sched.tensors[s.stage]
             spatial = ", ".join(s.names[a] for a in t.axis)
-            writes.append(f"{s.name}[{s.vars}] -> {t.name}[{spatial}]")
+            if t.scatter is not None:  # any element: its readers wait for the whole scatter
+                may_writes.append(self._anywhere(s, t))
+                for p in t.scatter.at:
+                    reads += self._reads(s, p)
+            else:
+                writes.append(f"{s.name}[{s.vars}] -> {t.name}[{spatial}]")
             if s.kind == "update":
                 reads.append(f"{s.name}[{s.vars}] -> {t.name}[{spatial}]")
             if s.kind != "init":
@@ -106,11 +116,16 @@ class PolyModel:
                 reads.append(f"{s.name}[{s.vars}] -> {t.name}[{prev}]")
         self.reads = self._union_map(reads).intersect_domain(self.domain)
         self.writes = self._union_map(writes).intersect_domain(self.domain)
+        self.may_writes = self._union_map(may_writes).intersect_domain(self.domain)
         self.order = self._original_order()
         # sizes are at least 1 (and satisfy the facts stated with tc.assume)
         self.context = isl.Set.read_from_str(
             self.ctx, self.pre + "{ : " + " and ".join([f"{p} >= 1" for p in self.params] + ["1 = 1"]) + " }")
-        raw = self._flow(self.reads, must=self.writes).get_may_dependence().intersect_params(self.context)
+        for stmts in self.stage_stmts.values():
+            if sched.tensors[stmts[0].stage].scatter is not None:
+                self._check_scatter(stmts[0])
+        raw = self._flow(self.reads, must=self.writes, may=self.may_writes).get_may_dependence()
+        raw = raw.intersect_params(self.context)
         false = self._flow(self.writes, must=self.writes, may=self.writes.union(self.reads)).get_may_dependence()
         false = false.intersect_params(self.context)
         self.raw = raw.coalesce()
@@ -131,6 +146,53 @@ class PolyModel:
     def _domain_text(self, s: Statement) -> str:
         bounds = [f"0 <= {s.names[a]} < {aff(a.extent, {}, {})}" for a in s.axes]
         return f"{s.name}[{s.vars}]" + (" : " + " and ".join(bounds) if bounds else "")
+
+    def _anywhere(self, s: Statement, t) -> str:
+        """s may touch any element of t: the relation to all of t's elements."""
+        dims = [f"_x{d}" for d in range(t.ndim)]
+        rng = " and ".join(f"0 <= _x{d} < {aff(e, {}, {})}" for d, e in enumerate(t.shape))
+        return f"{s.name}[{s.vars}] -> {t.name}[{', '.join(dims)}]" + (f" : {rng}" if rng else "")
+
+    def _check_scatter(self, s: Statement) -> None:
+        """A scatter whose positions are affine writes each element at most once, or it needs what makes
+        meeting writes defined (combine="add", and deterministic=False for floats): isl proves the positions
+        injective over the domain, else the error gives two points that write one element."""
+        t = self.sched.tensors[s.stage]
+        spec = t.scatter
+        if spec.data or (spec.combine == "add" and not (is_float(t.dtype) and spec.deterministic)):
+            return  # data positions were checked at tc.scatter; integer adds (or accepted float ones) may meet
+        try:
+            idx = [aff(p, s.names, {}) for p in spec.at]
+        except NotAffine:
+            why = "combine='add'" + (" with deterministic=False" if is_float(t.dtype) else "")
+            raise ArgumentError(f"scatter {t.name!r}: isl cannot read its positions ({', '.join(map(str, spec.at))}), "
+                                f"so it cannot prove that no two points write one element; use {why}, or "
+                                f"positions affine in the axes") from None
+        m = isl.Map.read_from_str(self.ctx, self.pre + "{ " + f"{s.name}[{s.vars}] -> {t.name}[{', '.join(idx)}]"
+                                  + " }").intersect_domain(isl.Set.read_from_str(self.ctx, self.pre + "{ "
+                                                                                 + self._domain_text(s) + " }"))
+        m = m.intersect_params(isl.Set.read_from_str(self.ctx, self.pre + "{ : " + " and ".join(
+            [f"{p} >= 1" for p in self.params] + ["1 = 1"]) + " }"))
+        inside = " and ".join(f"0 <= _x{d} < {aff(e, {}, {})}" for d, e in enumerate(t.shape))
+        m = m.intersect_range(isl.Set.read_from_str(self.ctx, self.pre + "{ " + f"{t.name}[{', '.join(f'_x{d}' for d in range(t.ndim))}]"
+                                                    + (f" : {inside}" if inside else "") + " }"))  # writes that land
+        meet = m.apply_range(m.reverse()).subtract(isl.Map.identity(m.get_space().domain().map_from_set()))
+        if meet.is_empty():
+            return
+        pt = meet.wrap().sample_point()
+        n = len(s.axes)
+        val = [pt.get_coordinate_val(isl.dim_type.set, i).to_python() for i in range(2 * n)]
+        sizes = ", ".join(f"{p}={pt.get_coordinate_val(isl.dim_type.param, i).to_python()}"
+                          for i, p in enumerate(self.params))
+        a = ", ".join(f"{ax.name}={v}" for ax, v in zip(s.axes, val[:n]))
+        b = ", ".join(f"{ax.name}={v}" for ax, v in zip(s.axes, val[n:]))
+        text = f"({a}) and ({b})" + (f" at {sizes}" if sizes else "")
+        what = ("its values would replace each other, in an order no one decides (combine=None)" if spec.combine is None
+                else "float atomic adds that meet land in a varying order, so the rounding varies run to run")
+        fix = ("pass deterministic=False" if spec.combine == "add" else
+               "use combine='add'" + (" with deterministic=False" if is_float(t.dtype) else ""))
+        raise ArgumentError(f"scatter {t.name!r}: two points of its domain write one element ({text}), and {what}; "
+                            f"{fix}, or positions that differ for different points")
 
     def _inline(self, body: Expr) -> Expr:
         """Substitute inlined stages (keeping their rounding as a cast) until none is left."""
@@ -192,7 +254,8 @@ class PolyModel:
         """stmt's reads of `tensor` (inputs included), for footprints."""
         t = self.sched.tensors[stmt.stage]
         body = t.body.body if isinstance(t.body, Reduce) else t.body
-        parts = [r for r in self._reads(stmt, body, inputs=True, whole=t.sort_axis) if f"-> {tensor}[" in r]
+        parts = [r for e in (body, *(t.scatter.at if t.scatter is not None else ()))
+                 for r in self._reads(stmt, e, inputs=True, whole=t.sort_axis) if f"-> {tensor}[" in r]
         if not parts:
             return None
         um = self._union_map(parts).intersect_domain(self.domain)

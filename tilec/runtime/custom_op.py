@@ -108,6 +108,11 @@ def as_op(target, name: str):
     if not inputs:
         raise ArgumentError(f"as_op({name!r}): the kernel has no input tensors, so a call says neither the device "
                             f"nor the sizes; a custom op needs at least one tensor input")
+    in_place = [t.name for t in outputs if t.scatter is not None and t.scatter.init is None and t.scatter.into is None]
+    if in_place:
+        raise ArgumentError(f"as_op({name!r}): {', '.join(in_place)} updates the out= tensor in place (a scatter with "
+                            f"init=None), and a custom op here returns new tensors; scatter into a placeholder "
+                            f"(tc.scatter(X, ...): out-of-place) or give it an init")
     if shape_kernel.call_sizes:
         raise ArgumentError(f"as_op({name!r}): the size {', '.join(shape_kernel.call_sizes)} is in no input's shape "
                             f"(a call gives it by name); a custom op reads its sizes from its tensors here. Give "

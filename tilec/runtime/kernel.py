@@ -133,6 +133,13 @@ class Kernel:
         for t in sched.outputs:
             if t not in self.outputs:
                 raise ArgumentError(f"build: {t.name} is an output of the schedule; list it in args")
+        # a scatter with init=None updates the out= tensor in place: it is an output, and every call passes out=
+        self._in_place = [t.name for t in self.outputs if t.scatter is not None and t.scatter.init is None
+                          and t.scatter.into is None]
+        for t in sched.tensors.values():
+            if t.scatter is not None and t.scatter.init is None and t.scatter.into is None and t not in self.outputs:
+                raise ArgumentError(f"build: scatter {t.name} starts as the out= tensor's values (init=None), so it "
+                                    f"must be an output (list it in args), or give it an init")
         self.sched = sched
         self._config_arg = config
         self.specialize = specialize  # checked (and made a dict of plain ints) by the first Program
@@ -406,6 +413,9 @@ class Kernel:
         if len(tensors) != n_in:
             raise ArgumentError(f"expected {n_in} input tensors ({', '.join(t.name for t in self.inputs)}), "
                                 f"got {len(tensors)}")
+        if out is None and self._in_place:
+            raise ArgumentError(f"{', '.join(self._in_place)} updates the out= tensor in place (a scatter with "
+                                f"init=None): pass out= (the tensor to update), or give the scatter an init")
         if out is None or isinstance(out, (list, tuple)):
             outs_given = None if out is None else list(out)
         elif isinstance(out, torch.Tensor):
@@ -551,6 +561,9 @@ class Kernel:
         values = env | prog.config
         launches = []
         for k in prog.kernels:
+            spec = self.sched.tensors[k.root].scatter
+            if spec is not None and (spec.init is not None or spec.into is not None):  # what it starts as
+                launches.append(_Fill(k.root, spec.init, None if spec.into is None else spec.into.name))
             grid = tuple(evaluate(g, values) for g in k.grid)
             if 0 in grid:
                 continue
@@ -608,6 +621,19 @@ class Kernel:
                 raise ArgumentError(f"out {t.name}: its strides {x.stride()} make elements overlap or leave "
                                     f"gaps; pass a dense tensor (e.g. torch.empty(...) or .contiguous())")
         return out
+
+
+class _Fill:
+    """Before a scatter's kernel: its output filled with its init, or made a copy of the tensor it starts as."""
+
+    def __init__(self, name: str, init, into: str | None):
+        self.name, self.init, self.into = name, init, into
+
+    def __call__(self, buffers) -> None:
+        if self.into is not None:
+            buffers[self.name].copy_(buffers[self.into])
+        else:
+            buffers[self.name].fill_(self.init)
 
 
 class _Launch:

@@ -194,6 +194,14 @@ class Stage:
         args = tuple(AxisRef(self.name, a.name) if isinstance(a, IterVar) else self.sched._ref(a) for a in args)
         return self._owner._push(Step(primitive, self.name, args, tuple(results)))
 
+    def _not_a_scatter(self, prim: str) -> None:
+        """A scatter (tc.scatter) runs at the root of a kernel of its own: its points may write any element of
+        its output, so no other stage's loops can hold it (tilec/ir/scatter.py)."""
+        if self.tensor is not None and self.tensor.scatter is not None and self.kind == "compute":
+            raise LoweringError(f"{prim}({self.name}...): {self.name} is a scatter, whose points may write any of its "
+                                f"elements; it runs in a kernel of its own (compute_root), after the stages it reads "
+                                f"and before its readers")
+
     def _require_compute(self, prim: str) -> None:
         if self.kind != "compute":
             raise ArgumentError(f"{prim}: {self.name} is a cache stage; cache stages are only placed, with "
@@ -490,6 +498,11 @@ class Stage:
             tilec.errors.IllegalScheduleError: compute_at(Y, C.ko) makes Y read C before C's reduction over k is complete: ...Legal locations for Y are: C.io, C.jo
         """
         axis = self._place(stage, axis, "compute_at", "s[C]", "cannot be computed at its own loop")
+        self._not_a_scatter("compute_at")
+        if stage.tensor.scatter is not None and self.sched.related(self, stage) == "consumer":
+            raise LoweringError(f"compute_at({self.name}, {stage.name}.{axis.name}): {stage.name} is a scatter, whose "
+                                f"points may write any of its elements, so none is complete before its kernel ends; "
+                                f"a reader of a scatter runs in a kernel after it (compute_root)")
         if self.kind == "compute" and self.sched.graph is not None:
             rel = self.sched.related(self, stage)
             if rel is None and self.sched.common_source(self, stage) is None:
@@ -562,6 +575,7 @@ class Stage:
         """
         axis = self._place(stage, axis, "store_at", "s[C]", "cannot be stored at its own loop")
         self._require_compute("store_at")
+        self._not_a_scatter("store_at")
         self._record("store_at", StageRef(stage.name), AxisRef(stage.name, axis.name))
         return self
 
@@ -641,6 +655,9 @@ class Stage:
             Stage(U)
         """
         self._require_compute("compute_with")
+        self._not_a_scatter("compute_with")
+        if isinstance(stage, Stage):
+            stage._not_a_scatter("compute_with")
         for st in (self, stage):
             if isinstance(st, Stage) and st.tensor.scan_axis is not None:
                 raise LoweringError(f"compute_with({self.name}, {stage.name}...): {st.name} is a scan (along "
@@ -832,6 +849,7 @@ class Stage:
             Stage(E)
         """
         self._require_compute("compute_inline")
+        self._not_a_scatter("compute_inline")
         if self.tensor.is_reduction:
             raise ArgumentError(f"compute_inline: {self.name} is a reduction over "
                                 f"{', '.join(a.name for a in self.tensor.reduce_axis)}; only elementwise "
@@ -1334,6 +1352,10 @@ class Schedule:
                                 f"registers; use scope 'local'")
         if any(c.kind == "cache_write" and c.tensor is tensor for c in self.caches):
             raise ArgumentError(f"cache_write: {tensor.name} already has a cache_write stage")
+        if tensor.scatter is not None:
+            from tilec.errors import LoweringError
+            raise LoweringError(f"cache_write({tensor.name}, {scope!r}): {tensor.name} is a scatter, stored at computed "
+                                f"positions point by point; it has no tile to accumulate or store at once")
         tma = _flag(tma, 3, "tma", "cache_write", self._knobs_so_far())
         args = (TensorRef(tensor.name), "local")
         if tma != 0:  # recorded only when asked, as cache_read's

@@ -586,6 +586,12 @@ def tune(sched: Schedule, mix: ShapeMix, trials: int = 64, *, args: Sequence[Ten
 
     if isinstance(sched, Schedule):
         ins = [t for t in (args if args is not None else sched.placeholders) if getattr(t, "is_placeholder", False)]
+        in_place = [t.name for t in sched.tensors.values() if t.scatter is not None and t.scatter.init is None
+                    and t.scatter.into is None]
+        if in_place:
+            raise ArgumentError(f"tc.tune: {', '.join(in_place)} updates the out= tensor in place (a scatter with "
+                                f"init=None), and the tuner calls kernels without out=; tune the same scatter with an "
+                                f"init (its speed is the same but for the fill)")
         given = call_sizes(sched.tensors.values(), ins)
         if given:
             raise ArgumentError(f"tc.tune: the size {', '.join(given)} is in no input's shape (a call gives it by "
