@@ -579,3 +579,66 @@ def test_source_comment_names_the_positions():
     """(A helper's finding: a bare-axis position was printed with its repr in the source's comment.)"""
     src = _kv_write("functional", "bfloat16", "bind_t").program.source()
     assert "# new[slot[t], h, d] = k[t, h, d]  (over t, h, d)" in src, src
+
+
+# -- a reviewer's findings (each failed before its fix) ------------------------------------------------------
+
+
+def test_a_dumped_file_fills_with_an_infinite_init_and_updates_in_place(tmp_path):
+    """The dumped file's launch wrote fill_(-inf) (a NameError), and dump() of an init=None scatter was refused
+    with the call's 'pass out=' message; both run now, the in-place one updating a random out tensor."""
+    import subprocess
+    import sys
+
+    T, S = tc.size_vars("T S")
+    sl = tc.placeholder((T,), "int64", name="sl")
+    v = tc.placeholder((T,), "float32", name="v")
+    o = tc.scatter((S,), (T,), lambda t: sl[t], lambda t: v[t], combine="add", deterministic=False,
+                   init=float("-inf"), name="o")
+    u = tc.scatter((S,), (T,), lambda t: sl[t], lambda t: v[t], unique=True, init=None, name="u")
+    for out, name in ((o, "fill"), (u, "inplace")):
+        k = tc.build(tc.create_schedule(out), [sl, v, out])
+        path = k.dump(tmp_path / f"{name}.py", T=4, S=9)
+        run = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stderr[-2000:]
+        assert f"{out.name}: shape (9,)" in run.stdout
+
+
+def test_a_constant_position_with_every_axis_on_the_grid():
+    """a[0] += w[t], t on the grid: the bounds check of a constant position was a Python bool mask (the
+    interpreter's AttributeError); it is decided at build now, and a constant outside the output writes nothing."""
+    T = tc.size_vars("T")
+    w = tc.placeholder((T,), "float32", name="w")
+    a = tc.scatter((1,), (T,), lambda t: 0, lambda t: w[t], combine="add", deterministic=False, name="a")
+    s = tc.create_schedule(a)
+    s[a].bind(a.axis[0], "program_id.0")
+    wv = torch.randn(7)
+    torch.testing.assert_close(tc.build(s, [w, a])(wv), wv.sum().reshape(1))
+    b = tc.scatter((2,), (T,), lambda t: 5, lambda t: w[t], combine="add", deterministic=False, name="b")
+    s = tc.create_schedule(b)
+    s[b].bind(b.axis[0], "program_id.0")
+    kb = tc.build(s, [w, b])
+    assert "no write" in kb.program.source()
+    assert torch.equal(kb(wv), torch.zeros(2))
+
+
+@pytest.mark.parametrize("dtype,init", [("int32", 1e10), ("int32", float("nan")), ("int8", 300), ("uint8", -1),
+                                        ("int32", 2.5), ("bool", 2)])
+def test_an_init_the_dtype_cannot_hold_is_refused(dtype, init):
+    """torch's fill_ raised a RuntimeError (or wrapped -1 to 255 in uint8) at the call; refused at tc.scatter."""
+    T = tc.size_vars("T")
+    x = tc.placeholder((T,), "int32", name="x")
+    with pytest.raises(tc.ArgumentError, match=f"init={init!r} is not a {dtype} value"):
+        tc.scatter((4,), (T,), lambda t: x[t], lambda t: 1, combine="add" if dtype in ("int32",) else None,
+                   unique=True, dtype=dtype, init=init, name="o")
+
+
+def test_the_fingerprint_holds_the_positions_and_the_start():
+    """A tuned study is found by the schedule's fingerprint: two scatters that differ only in their positions
+    or their init had the same one (and would have shared timings)."""
+    T = tc.size_vars("T")
+    x = tc.placeholder((T,), "int32", name="x")
+    prints = {tc.create_schedule(tc.scatter((9,), (T,), at, lambda t: 1, combine="add", dtype="int32", init=init,
+                                            name="o")).fingerprint()
+              for at, init in ((lambda t: x[t], 0), (lambda t: x[t] + 1, 0), (lambda t: x[t], 5))}
+    assert len(prints) == 3

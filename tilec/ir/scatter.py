@@ -51,6 +51,11 @@ class ScatterSpec:
     deterministic: bool
     data: bool
 
+    def __str__(self) -> str:  # the fingerprint's text of everything that makes the scatter (positions as text)
+        into = None if self.into is None else self.into.name
+        return (f"[{', '.join(map(str, self.at))}] combine={self.combine} init={self.init!r} into={into} "
+                f"unique={self.unique} deterministic={self.deterministic}")
+
     def describe(self) -> str:
         start = (f"a copy of {self.into.name}" if self.into is not None else
                  "the out= tensor's values (in place)" if self.init is None else f"{self.init!r}")
@@ -165,9 +170,31 @@ def scatter(target: Sequence[int | Expr] | int | Expr | Tensor, over: Sequence[i
                 f"{what}: float atomic adds that meet at one element land in a varying order, so the sum's "
                 f"rounding varies from run to run; pass deterministic=False to accept that (as split_k does), "
                 f"unique=True if no two points write one element, or scatter integers")
+    if init is not None:
+        init = _check_init(init, out_dtype, what)
     t = Tensor(name, shape, out_dtype, axis=axes, body=body)
     t.scatter = ScatterSpec(tuple(exprs), combine, init, into, bool(unique), bool(deterministic), data)
     return t
+
+
+def _check_init(init, dtype: str, what: str):
+    """`init` as a plain int or float that `dtype` holds exactly (torch's fill_ would raise or wrap otherwise)."""
+    import math
+
+    import torch
+
+    if is_float(dtype):
+        return float(init)
+    info = torch.iinfo(getattr(torch, dtype)) if dtype != "bool" else None
+    ok = isinstance(init, numbers.Real) and math.isfinite(init) and float(init).is_integer()
+    if ok and dtype == "bool":
+        ok = init in (0, 1)
+    elif ok:
+        ok = info.min <= int(init) <= info.max
+    if not ok:
+        what_range = "0 or 1" if dtype == "bool" else f"an integer in [{info.min}, {info.max}]"
+        raise ArgumentError(f"{what}: init={init!r} is not a {dtype} value; give {what_range}")
+    return bool(init) if dtype == "bool" else int(init)
 
 
 def _axes(fn, over: tuple, what: str, which: str) -> list[IterVar]:

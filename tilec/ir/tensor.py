@@ -123,7 +123,8 @@ def integer_indices(idx, what) -> list[Expr]:
             raise ArgumentError(f"{what(n)}: expected an integer expression of axes and sizes, got "
                                 f"{type(e).__name__} {e!r}") from None
         if e.dtype not in ("int32", "int64"):
-            raise ArgumentError(f"{what(n)} must be an integer expression, got {e} ({e.dtype})")
+            raise ArgumentError(f"{what(n)} must be an integer expression, got {e} ({e.dtype}); indices are int32 "
+                                f"or int64 (narrower integers: .astype('int32'))")
         exprs.append(e)
     return exprs
 

@@ -225,8 +225,9 @@ def launch_source(program, inputs: list[Tensor], outputs: list[Tensor],
         spec = sched.tensors[k.root].scatter
         if spec is not None and spec.into is not None:
             lines.append(f"    {k.root}.copy_({spec.into.name})  # the scatter starts as a copy of {spec.into.name}")
-        elif spec is not None and spec.init is not None:
-            lines.append(f"    {k.root}.fill_({spec.init!r})  # what the scatter starts as")
+        elif spec is not None and spec.init is not None:  # (a float as float('inf'), never a bare inf)
+            value = f"float({str(spec.init)!r})" if isinstance(spec.init, float) else repr(spec.init)
+            lines.append(f"    {k.root}.fill_({value})  # what the scatter starts as")
         lines.append(f"    _grid = {tup([cfg(g) for g in k.grid])}")
         if k.persistent:
             lines.append("    _programs = min(_grid[0], torch.cuda.get_device_properties(_device).multi_processor_count "
@@ -291,7 +292,12 @@ def launch_source(program, inputs: list[Tensor], outputs: list[Tensor],
         shape = tup([_py(e, config, lambda n: f"_sizes[{n!r}]") for e in t.shape])
         lines.append(f"        _random_tensor({shape}, {_torch_dtype(t.dtype)}, _device),  # {t.name}")
     lines.append("    ]")
-    lines.append(f"    _outs = launch(*_inputs{''.join(f', {n}=_sizes[{n!r}]' for n in given)})")
+    in_place = [t for t in outputs if t.scatter is not None and t.scatter.init is None and t.scatter.into is None]
+    for t in in_place:  # a scatter that updates its out= tensor: random values to update
+        shape = tup([_py(e, config, lambda n: f"_sizes[{n!r}]") for e in t.shape])
+        lines.append(f"    {t.name}_given = _random_tensor({shape}, {_torch_dtype(t.dtype)}, _device)  # updated in place")
+    keys = "".join(f", {n}=_sizes[{n!r}]" for n in given) + "".join(f", {t.name}={t.name}_given" for t in in_place)
+    lines.append(f"    _outs = launch(*_inputs{keys})")
     lines.append("    _outs = _outs if isinstance(_outs, tuple) else (_outs,)")
     lines.append(f"    for _name, _x in zip({out_names!r}, _outs):")
     lines.append("        print(f'{_name}: shape {tuple(_x.shape)} {_x.dtype}, sum {_x.double().sum().item():.6g}')")

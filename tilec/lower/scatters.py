@@ -13,7 +13,7 @@ is not this kernel's: the runtime fills it before the kernel runs (tilec/runtime
 from __future__ import annotations
 
 from tilec.lower import code as c
-from tilec.lower.nest import Note, Store
+from tilec.lower.nest import Comment, Note, Store
 from tilec.lower.values import Val, castable
 from tilec.schedule.schedule import Stage
 
@@ -43,9 +43,14 @@ class Scatters:
         inside = [Val(env[a].mask, env[a].dims, "bool") for a in t.axis if env[a].mask]
         for d, v in enumerate(pos):  # 0 <= position < the output's extent, or no write
             bound = self.scalar(t.shape[d])
+            if isinstance(v.code, c.Num) and isinstance(bound, c.Num):  # known here (a constant position)
+                if 0 <= v.code.value < bound.value:
+                    continue
+                out.append(Comment(f"{t.name}: position {d} is {v.code.value}, outside [0, {bound.value}): no write"))
+                return
             inside.append(Val(c.BinOp("&", c.BinOp(">=", v.code, c.Num(0)), c.BinOp("<", v.code, bound)),
                               v.dims, "bool"))
-        mask = self.combine(c.all_of, inside, "bool", order=dims).code
+        mask = self.combine(c.all_of, inside, "bool", order=dims).code if inside else None
         add = spec.combine == "add"
         where = ", ".join(map(str, spec.at))
         note = Note((val.code, f"  # {'atomic add' if add else 'store'} at computed positions, {t.dtype}"),

@@ -272,8 +272,12 @@ class Kernel:
                 xs.append(torch.randn(shape, device=device).to(dt))
             else:
                 xs.append(torch.randint(-8, 8, shape, device=device).to(dt))
+        outs = None
+        if self._in_place:  # a scatter that updates out= in place: random values for it to update
+            outs = [torch.randn([evaluate(e, sizes) for e in t.shape], device=device).to(getattr(torch, t.dtype))
+                    for t in self.outputs]
         with torch.no_grad():
-            self(*xs, **{n: sizes[n] for n in self.call_sizes})
+            self(*xs, out=outs, **{n: sizes[n] for n in self.call_sizes})
         # the file's example sizes are the first call's of its form: these sizes, in the dumped copy
         text = re.sub(r"^_EXAMPLE_SIZES = .*$", lambda _: f"_EXAMPLE_SIZES = {sizes!r}", self.path.read_text(),
                       count=1, flags=re.M)

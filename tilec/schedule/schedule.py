@@ -1371,7 +1371,8 @@ class Schedule:
             >>> s.fingerprint().splitlines()[-1]
             'C: split(i, 64) -> io, ii'
         """
-        parts = [f"{t!r}={t.body}" for t in self.tensors.values()]  # expressions as text (str)
+        parts = [f"{t!r}={t.body}" + (f" at {t.scatter}" if t.scatter is not None else "")  # expressions as text
+                 for t in self.tensors.values()]
         return "\n".join(parts + self.log)
 
 
