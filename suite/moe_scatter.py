@@ -60,3 +60,11 @@ def inputs(sizes, device):
 
 def reference(expert, E):
     return torch.argsort(expert, stable=True).to(torch.int32)
+
+
+BENCH = dict(T=16384, E=64)
+
+
+def torch_ref(expert, E):
+    """torch.argsort(stable=True) of the expert ids: the tokens grouped by expert, in token order."""
+    return torch.argsort(expert, stable=True).to(torch.int32)

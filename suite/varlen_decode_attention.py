@@ -104,3 +104,20 @@ def reference(q, k_cache, v_cache, cache_seqlens, cache_batch_idx):
     p = (e / e.sum(-1, keepdim=True)).to(torch.float16).double()
     v = torch.where(valid[:, :, None, None], v, 0.0)
     return torch.einsum("bhj,bjhe->bhe", p, v).to(torch.float16)
+
+
+BENCH = dict(B=64, HKV=8, BC=64, NC=4096)  # Llama-3-8B's heads; lengths uniform in [1, 4096]: half the cache read
+FLOPS = lambda sizes: 4 * sizes["B"] * sizes["HKV"] * G * sizes["NC"] * D // 2  # noqa: E731 (the keys read, on average)
+
+
+def torch_ref(q, k_cache, v_cache, cache_seqlens, cache_batch_idx):
+    """F.scaled_dot_product_attention over each sequence's cache row (gathered through cache_batch_idx), grouped
+    query heads, a boolean mask of its first cache_seqlens[b] keys; float16 as the kernel."""
+    B, HQ, _ = q.shape
+    rows = cache_batch_idx.long()
+    k = k_cache[rows].transpose(1, 2)  # (B, HKV, NC, D)
+    v = v_cache[rows].transpose(1, 2)
+    valid = torch.arange(k.shape[2], device=q.device)[None, :] < cache_seqlens[:, None].long()
+    out = torch.nn.functional.scaled_dot_product_attention(q[:, :, None, :], k, v, attn_mask=valid[:, None, None, :],
+                                                           scale=SCALE, enable_gqa=True)
+    return out[:, :, 0, :]
