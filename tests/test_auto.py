@@ -1,0 +1,139 @@
+"""tc.auto_schedule (tilec/tune/auto.py): a schedule made by rules over the compute alone, and
+tc.schedule_code, the schedule as Python a user pastes and edits.
+
+Every example and every kernel of the real-kernel suite, given only its outputs, gets a schedule that builds a
+kernel matching PyTorch (on sizes that divide no tile; the slow tier runs them all, the default tier a few); the
+rules do what they say (a GEMM's epilogue in its tiles with tl.dot, elementwise stages inlined, knobs per stage);
+and the code `schedule_code` prints, run again, rebuilds the same Triton source, at the knobs' first choices and
+at other ones.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import tilec as tc
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "examples"))
+
+import suite  # noqa: E402
+from suite import harness  # noqa: E402
+
+EXAMPLES = ["attention", "attention_lse", "batched_matmul", "blur", "blur_sliding", "cross_entropy", "matmul",
+            "matmul_silu", "persistent_gemm", "rmsnorm", "rowscale_fp8", "separable5", "silu_mul_fp8", "softmax",
+            "splitk_gemm", "stencil_after_reduction", "swiglu", "transpose_bias"]
+FAST = {"matmul_silu", "blur", "rmsnorm", "swiglu", "histogram", "kv_cache_write"}
+# the interpreter runs these auto schedules for minutes (conv2d's and harris's tiles are loops of single
+# elements there): checked on the GPU host, not in CI
+TOO_SLOW_HERE = {"conv2d", "harris"}
+
+
+def _param(name):
+    marks = () if name in FAST else (pytest.mark.slow,)
+    return pytest.param(name, marks=marks, id=name)
+
+
+@pytest.mark.parametrize("name", [_param(n) for n in EXAMPLES])
+def test_every_example_auto_scheduled_matches_torch(name):
+    import common
+
+    mod = importlib.import_module(name)
+    s0, args = mod.make()
+    s = tc.auto_schedule(list(s0.outputs))
+    kernel = tc.build(s, args)
+    torch.manual_seed(1)
+    # the smallest of the example's sizes past its first that is not all ones (they divide no tile)
+    sizes = min((d for d in mod.SIZES[1:] if set(d.values()) != {1}), key=lambda d: math.prod(d.values()))
+    xs = mod.inputs(sizes, "cpu")
+    common.check(kernel(*xs), mod.reference(*xs))
+
+
+@pytest.mark.parametrize("name", [_param(n) for n in suite.NAMES if n not in TOO_SLOW_HERE])
+def test_suite_kernels_auto_scheduled_match_torch(name):
+    mod = importlib.import_module(f"suite.{name}")
+    s0, args = mod.make(False)
+    s = tc.auto_schedule(list(s0.outputs))
+    kernel = tc.build(s, args)
+    sizes = mod.SIZES[-1]
+    torch.manual_seed(2)
+    xs = harness.variant(mod.inputs(sizes, "cpu"), "strided", 2)
+    given = {n: sizes[n] for n in getattr(mod, "CALL_SIZES", ())}
+    harness.check(kernel(*xs, **given), mod.reference(*xs, **given), getattr(mod, "TOLERANCE", None))
+
+
+def _gemm_silu():
+    M, N, K = tc.size_vars("M N K")
+    A = tc.placeholder((M, K), "float32", name="A")
+    W = tc.placeholder((K, N), "float32", name="W")
+    k = tc.reduce_axis(K, name="k")
+    C = tc.compute((M, N), lambda i, j: tc.sum(A[i, k] * W[k, j], axis=k), name="C")
+    Y = tc.compute((M, N), lambda i, j: tc.silu(C[i, j]) * 2.0, name="Y", dtype="float16")
+    return [A, W, Y], Y
+
+
+def test_a_gemm_epilogue_runs_in_the_gemm_tiles_with_tl_dot():
+    args, Y = _gemm_silu()
+    s = tc.auto_schedule(Y)
+    prog = tc.lower(s)
+    assert [k.name for k in prog.kernels] == ["Y_kernel"]
+    assert "tl.dot(" in prog.source() and set(s.knobs) == {"C_BK", "C_stages", "Y_BM", "Y_BN", "Y_warps"}
+    a, w = torch.randn(37, 19), torch.randn(19, 45)
+    out = tc.build(s, args)(a, w)
+    torch.testing.assert_close(out, (torch.nn.functional.silu(a @ w) * 2.0).half(), atol=2e-3, rtol=2e-3)
+
+
+def test_elementwise_stages_are_inlined_and_outputs_kept():
+    N = tc.size_vars("N")
+    X = tc.placeholder((N,), "float32", name="X")
+    E = tc.compute((N,), lambda i: tc.exp(X[i]), name="E")
+    F = tc.compute((N,), lambda i: E[i] + 1.0, name="F")
+    G = tc.compute((N,), lambda i: F[i] * E[i], name="G")
+    s = tc.auto_schedule([G, F])  # F is an output: stored, not inlined
+    assert s["E"].attach == "inline" and s["F"].attach != "inline"
+    assert len(tc.lower(s).kernels) == 2
+    x = torch.randn(1000)
+    g, f = tc.build(s, [X, G, F])(x)
+    torch.testing.assert_close(f, torch.exp(x) + 1.0)
+    torch.testing.assert_close(g, (torch.exp(x) + 1.0) * torch.exp(x))
+
+
+@pytest.mark.parametrize("name", ["matmul_silu", "blur", "softmax", "cross_entropy"])
+def test_the_schedule_code_rebuilds_the_same_source(name):
+    """The printed code, run with the outputs defined, makes a schedule that lowers to the same source, at the
+    knobs' first choices and at their last ones."""
+    mod = importlib.import_module(name)
+    s0, args = mod.make()
+    outputs = list(s0.outputs)
+    s = tc.auto_schedule(outputs)
+    for config in ({}, {n: k.choices[-1] for n, k in s.knobs.items()}):
+        code = tc.schedule_code(s, config)
+        ns = {"tc": tc, "outputs": outputs}
+        exec(compile(code, "<schedule_code>", "exec"), ns)
+        assert set(ns["s"].knobs) == set(s.knobs)  # still a space to tune, its first choices the config's
+        try:
+            want = tc.lower(s, config).source()
+        except tc.TilecError as e:  # a config the tuner would record as failing: the code is refused alike
+            with pytest.raises(tc.TilecError):
+                tc.lower(ns["s"]).source()
+            assert str(e)
+            continue
+        assert tc.lower(ns["s"]).source() == want
+
+
+def test_schedule_code_refuses_a_config_the_schedule_does_not_have():
+    _, Y = _gemm_silu()
+    s = tc.auto_schedule(Y)
+    with pytest.raises(tc.ArgumentError, match="'BX' is no knob of this schedule"):
+        tc.schedule_code(s, {"BX": 64})
+    with pytest.raises(tc.ArgumentError, match="Y_BM=48 is not one of its choices"):
+        tc.schedule_code(s, {"Y_BM": 48})
+    with pytest.raises(tc.ArgumentError, match="expected the computed tensors"):
+        tc.auto_schedule()

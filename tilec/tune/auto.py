@@ -1,0 +1,316 @@
+"""tc.auto_schedule: a schedule made by rules over the compute, whose knobs span its sketches, and
+`schedule_code`: a schedule (a tuned one) as the Python a user pastes into their file and edits.
+
+A rule is a small function `rule(s, stage) -> bool` that says itself whether it applies to a stage (False:
+it does not, nothing done) and applies its primitives. `RULES` is the list, in order, each tried on every
+stage it may concern (as `tilec/lower/passes.py` lists the passes):
+
+1. `inline_elementwise`: an elementwise stage that is no output is substituted into its readers (no buffer,
+   no kernel; its rounding kept as a cast);
+2. `online_statistics`: a sum that reads a max (and sums of the same exp(X - max)) through inlined stages
+   runs them as running statistics in its own loop (softmax's and attention's passes become one);
+3. `fuse_epilogue`: a reduction read elementwise at its own position by one elementwise root stage (GEMM then
+   SiLU, a row sum then a scale) is computed in that stage's tile loop: one kernel, the epilogue on the tile;
+4. `tile_contraction`: a sum of products over two or more spatial axes gets `tl.dot` tiles: the last two
+   spatial axes tiled (BM x BN knobs), the reduce axis split (BK), the tiles' loops outermost on the grid,
+   pipelined loads, warps;
+5. `tile_reduction`: another reduction: a tile of its last spatial axis and of its reduce axis (knobs);
+6. `tile_elementwise`: an elementwise root (or a scatter): its last axis tiled (a knob), the others on the grid.
+
+Every primitive is checked by isl as a hand-written one is; a rule whose primitives are refused, or after
+which the schedule no longer lowers at its knobs' first choices, is undone (`_attempt`): the stage keeps what
+the rules before gave it, or the default schedule. Scans and sorts keep their defaults. The knobs' first
+choices are the rules' guesses; `tc.tune` searches the rest like any hand schedule's knobs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from tilec.errors import ArgumentError, TilecError
+from tilec.ir.expr import Binary, Cast, Load, Reduce, walk
+from tilec.ir.knob import Knob, knob
+from tilec.ir.tensor import Tensor
+from tilec.schedule.schedule import Schedule, Stage, create_schedule
+from tilec.schedule.trace import KnobRef, Step, Trace
+
+
+def _attempt(s: Schedule, fn: Callable[[], bool]) -> bool:
+    """Run one rule's primitives; undo them all (the trace is the state) if one is refused or the schedule
+    stops lowering at the knobs' first choices."""
+    from tilec.lower.program import lower
+
+    mark = len(s._steps)
+    try:
+        if not fn():
+            s._drop(mark)
+            return False
+        lower(s)
+        return True
+    except TilecError:
+        s._drop(mark)
+        return False
+
+
+def _kind(t: Tensor) -> str:
+    if t.scatter is not None:
+        return "scatter"
+    if t.scan_axis is not None or t.sort_axis is not None:
+        return "ordered"
+    if isinstance(t.body, Reduce):
+        return "contraction" if _is_contraction(t) else "reduction"
+    return "elementwise"
+
+
+def _is_contraction(t: Tensor) -> bool:
+    """A sum over one reduce axis of a product of two reads, both reading that axis, with at least two spatial
+    axes (a GEMM, a batched GEMM, a convolution as a GEMM): tl.dot's shape."""
+    red = t.body
+    if red.op != "sum" or len(red.axes) != 1 or len(t.axis) < 2:
+        return False
+    e = red.body
+    while isinstance(e, Cast):
+        e = e.a
+    if not (isinstance(e, Binary) and e.op == "*"):
+        return False
+    k = red.axes[0]
+    reads = [n for side in (e.a, e.b) for n in walk(side) if isinstance(n, Load)]
+    return len(reads) >= 2 and all(any(k in walk(i) for i in n.indices) for n in reads[:2])
+
+
+def _knob(s: Schedule, stage: Stage, name: str, choices: list[int]) -> Knob:
+    """A knob named after its stage (one name per stage and role), declared once."""
+    full = f"{stage.name}_{name}"
+    return s.knobs[full] if full in s.knobs else knob(full, choices)
+
+
+def _readers(s: Schedule, t: Tensor) -> list[Stage]:
+    return [s.stages[n] for n in s.graph.successors(t.name) if n in s.stages]
+
+
+def _through_inlined(s: Schedule, t: Tensor) -> list[Tensor]:
+    """The tensors `t` reads, looking through the stages inlined into it."""
+    out = []
+    for p in t.inputs:
+        st = s.stages.get(p.name)
+        if st is not None and st.attach == "inline":
+            out += _through_inlined(s, p)
+        elif st is not None:
+            out.append(p)
+    return out
+
+
+# -- the rules ---------------------------------------------------------------------------------------------
+
+def inline_elementwise(s: Schedule, st: Stage) -> bool:
+    t = st.tensor
+    if _kind(t) != "elementwise" or t in s.outputs or st.attach is not None:
+        return False
+    st.compute_inline()
+    return True
+
+
+def online_statistics(s: Schedule, st: Stage) -> bool:
+    t = st.tensor
+    if _kind(t) != "reduction" or t.body.op != "sum" or st.online_stats:
+        return False
+    reads = _through_inlined(s, t)
+    maxes = [p for p in reads if isinstance(p.body, Reduce) and p.body.op == "max"]
+    if len(maxes) != 1:
+        return False
+    sums = [p for p in reads if isinstance(p.body, Reduce) and p.body.op == "sum" and maxes[0] in _through_inlined(s, p)]
+    st.online(s[maxes[0]], *(s[p] for p in sums))
+    return True
+
+
+def fuse_epilogue(s: Schedule, st: Stage) -> bool:
+    """Place a reduction in the tile loop of its one elementwise reader (which `tile_elementwise` tiles first)."""
+    t = st.tensor
+    if _kind(t) not in ("contraction", "reduction") or t in s.outputs or st.attach is not None or st.online_stats:
+        return False
+    readers = _readers(s, t)
+    if len(readers) != 1 or _kind(readers[0].tensor) != "elementwise" or readers[0].attach is not None:
+        return False
+    y = readers[0]
+    if len(y.tensor.axis) != len(t.axis):
+        return False
+    reads = [n for n in walk(y.tensor.body) if isinstance(n, Load) and n.tensor is t]
+    if not reads or any(list(n.indices) != list(y.tensor.axis) for n in reads):
+        return False
+    if any(st2.online_stats and t in [x.tensor for x in st2.online_stats] for st2 in s.stages.values()):
+        return False
+    loops = _tile_like(s, y, t)
+    st.compute_at(y, loops[-1])
+    _split_reduce(s, st, t, 32 if _kind(t) == "contraction" else 256)
+    return True
+
+
+def _tile_like(s: Schedule, y: Stage, t: Tensor) -> list:
+    """Tile root stage y as its producer t would be tiled (a contraction's output tiles, else an elementwise
+    stage's), returning the grid loops (outermost first)."""
+    if _kind(t) == "contraction":
+        return _tile_2d(s, y, [64, 128, 32], [64, 128, 32])
+    return _tile_rows(s, y)
+
+
+def _tile_2d(s: Schedule, st: Stage, bm: list, bn: list) -> list:
+    axes = list(st.tensor.axis)
+    *outer, i, j = axes
+    io, jo, ii, ji = st.tile(i, j, _knob(s, st, "BM", bm), _knob(s, st, "BN", bn))
+    g = _grid(st, [*outer, io, jo])
+    st.num_warps(_knob(s, st, "warps", [4, 8]))
+    return [g]
+
+
+def _tile_rows(s: Schedule, st: Stage) -> list:
+    *outer, last = list(st.tensor.axis)
+    lo, li = st.split(last, _knob(s, st, "BLOCK", [1024, 256, 2048]))
+    st.reorder(*outer, lo, li)
+    return [_grid(st, [*outer, lo])]
+
+
+def _grid(st: Stage, axes: list):
+    g = axes[0]
+    for a in axes[1:]:
+        g = st.fuse(g, a)
+    st.bind(g, "program_id.0")
+    return g
+
+
+def _split_reduce(s: Schedule, st: Stage, t: Tensor, default: int) -> None:
+    (k,) = t.reduce_axis[-1:]
+    choices = [32, 64, 16] if default == 32 else [256, 1024, 64]
+    ko, ki = st.split(k, _knob(s, st, "BK", choices))
+    if default == 32:
+        st.pipeline(ko, _knob(s, st, "stages", [3, 2, 4]))
+
+
+def tile_contraction(s: Schedule, st: Stage) -> bool:
+    t = st.tensor
+    if _kind(t) != "contraction" or st.attach is not None or st.touched:
+        return False
+    *outer, i, j = list(t.axis)
+    (k,) = t.reduce_axis
+    io, ii = st.split(i, _knob(s, st, "BM", [64, 128, 32]))
+    jo, ji = st.split(j, _knob(s, st, "BN", [64, 128, 32]))
+    ko, ki = st.split(k, _knob(s, st, "BK", [32, 64, 16]))
+    st.reorder(*outer, io, jo, ko, ii, ji, ki)
+    _grid(st, [*outer, io, jo])
+    st.pipeline(ko, _knob(s, st, "stages", [3, 2, 4]))
+    st.num_warps(_knob(s, st, "warps", [4, 8]))
+    return True
+
+
+def tile_reduction(s: Schedule, st: Stage) -> bool:
+    t = st.tensor
+    if _kind(t) not in ("reduction", "contraction") or st.attach is not None or st.touched:
+        return False
+    *outer, last = list(t.axis) or [None]
+    k = t.reduce_axis[-1]
+    ko, ki = st.split(k, _knob(s, st, "BR", [256, 1024, 64]))
+    if last is None:
+        st.reorder(*t.reduce_axis[:-1], ko, ki)
+        return True
+    lo, li = st.split(last, _knob(s, st, "BS", [1, 4, 16]))
+    st.reorder(*outer, lo, *t.reduce_axis[:-1], ko, li, ki)
+    _grid(st, [*outer, lo])
+    return True
+
+
+def tile_elementwise(s: Schedule, st: Stage) -> bool:
+    t = st.tensor
+    if _kind(t) not in ("elementwise", "scatter") or st.attach is not None or st.touched:
+        return False
+    _tile_rows(s, st)
+    return True
+
+
+RULES: list[Callable[[Schedule, Stage], bool]] = [inline_elementwise, online_statistics, fuse_epilogue,
+                                                  tile_contraction, tile_reduction, tile_elementwise]
+
+
+def auto_schedule(*outputs: Tensor | Sequence[Tensor]) -> Schedule:
+    """A schedule of `outputs` made by rules (`RULES`: inline, online, epilogue fusion, dot tiles, reduction
+    and elementwise tiles), with knobs for its tile sizes, pipelining and warps; checked as any schedule.
+
+    Build it as it is (the knobs' first choices), or give it to `tc.tune`, which searches its knobs for the
+    shape mix; `schedule_code(s, config)` prints it as the Python that makes it by hand.
+
+    Args:
+        *outputs: the computed tensors to store (or one list of them).
+
+    Returns:
+        The `Schedule` (`s.trace` holds what the rules did).
+
+    Raises:
+        ArgumentError: no outputs, or something other than computed tensors.
+
+    Example:
+        >>> s2 = tc.auto_schedule(Y)          # C (A @ W) is computed in Y's tiles: one kernel, tl.dot
+        >>> sorted(s2.knobs)
+        ['C_BK', 'C_stages', 'Y_BM', 'Y_BN', 'Y_warps']
+        >>> [k.name for k in tc.lower(s2).kernels]
+        ['Y_kernel']
+        >>> a, w = torch.randn(40, 24), torch.randn(24, 20)
+        >>> torch.allclose(tc.build(s2, [A, W, Y])(a, w), torch.nn.functional.silu(a @ w), atol=1e-4)
+        True
+    """
+    outs = list(outputs[0]) if len(outputs) == 1 and isinstance(outputs[0], (list, tuple)) else list(outputs)
+    if not outs or not all(isinstance(t, Tensor) and not t.is_placeholder for t in outs):
+        raise ArgumentError(f"auto_schedule: expected the computed tensors to store, got {outs!r}")
+    s = create_schedule(outs)
+    for rule in RULES:
+        for name in list(s.stages):
+            st = s.stages[name]
+            if st.kind == "compute":
+                _attempt(s, lambda rule=rule, st=st: rule(s, st))
+    return s
+
+
+def schedule_code(s: Schedule, config: dict | None = None) -> str:
+    """The schedule as Python that makes it by hand (`print(schedule_code(s))`): its trace, each knob's value in
+    `config` made its first choice (a flag's written as True or False), so the code, built as it is, makes the
+    very kernel (the same source) the config does, and stays a space `tc.tune` can search. It starts with
+    `s = tc.create_schedule(outputs)`; define `outputs` (and `tc`) before it.
+
+    Args:
+        s: a schedule (`tc.auto_schedule(...)`, a tuned `Tuned.schedule`).
+        config: knob name -> value (a tuned plan's config).
+
+    Returns:
+        The Python text.
+
+    Raises:
+        ArgumentError: `config` names a knob the schedule lacks or a value not among its choices.
+
+    Example:
+        >>> io, ii = s[C].split(i, tc.knob("BM", [64, 128]))
+        >>> print(tc.schedule_code(s, {"BM": 128}), end="")
+        s = tc.create_schedule(outputs)
+        BM = tc.knob("BM", [128, 64])
+        C = s["C"]
+        C_i, C_j = C.tensor.axis
+        C_io, C_ii = C.split(C_i, BM)
+    """
+    if not isinstance(s, Schedule):
+        raise ArgumentError(f"schedule_code: expected a Schedule, got {type(s).__name__}")
+    config = dict(config or {})
+    for name, value in config.items():
+        if name not in s.knobs:
+            raise ArgumentError(f"schedule_code: {name!r} is no knob of this schedule (its knobs: "
+                                f"{', '.join(sorted(s.knobs)) or 'none'})")
+        if value not in s.knobs[name].choices:
+            raise ArgumentError(f"schedule_code: {name}={value!r} is not one of its choices {list(s.knobs[name].choices)}")
+
+    def fixed(a):  # a knob keeps its name and choices, its chosen value first (the choice a build makes)
+        if isinstance(a, KnobRef) and not a.flag and a.name in config:
+            v = config[a.name]
+            return KnobRef(a.name, (v, *(c for c in a.choices if c != v)), a.flag)
+        if isinstance(a, KnobRef) and a.flag and a.name in config:
+            return bool(config[a.name])  # a flag's choices are (0, 1): its value is written out
+        if isinstance(a, tuple) and not hasattr(a, "_fields"):
+            return tuple(fixed(x) for x in a)
+        return a
+
+    steps = [Step(st.primitive, st.stage, tuple(fixed(a) for a in st.args), st.results, st.within) for st in s.trace.steps]
+    return str(Trace(steps, s.trace.axes))
