@@ -137,3 +137,17 @@ def test_schedule_code_refuses_a_config_the_schedule_does_not_have():
         tc.schedule_code(s, {"Y_BM": 48})
     with pytest.raises(tc.ArgumentError, match="expected the computed tensors"):
         tc.auto_schedule()
+
+
+def test_a_softmax_and_a_norm_are_one_kernel_a_program_per_row():
+    """online_statistics makes den carry mx; fuse_rows computes den (and RMSNorm's sum) at its reader's row:
+    one kernel each, a program per row, as the hand schedules of examples/softmax.py and rmsnorm.py."""
+    import rmsnorm
+    import softmax
+
+    for mod, stats in ((softmax, {"den", "mx"}), (rmsnorm, {"ss"})):
+        s0, args = mod.make()
+        s = tc.auto_schedule(list(s0.outputs))
+        (kernel,) = tc.lower(s).kernels
+        assert set(kernel.stages) == {"Y"} | stats
+        assert s["Y"].binds and "Y_BLOCK" in s.knobs

@@ -9,6 +9,8 @@ stage it may concern (as `tilec/lower/passes.py` lists the passes):
    no kernel; its rounding kept as a cast);
 2. `online_statistics`: a sum that reads a max (and sums of the same exp(X - max)) through inlined stages
    runs them as running statistics in its own loop (softmax's and attention's passes become one);
+   `fuse_rows`: an elementwise stage that reads reductions at its leading axes (softmax's Y of mx[r] and
+   den[r], a norm's scale) runs a program per row, those reductions computed at the row: one kernel;
 3. `fuse_epilogue`: a reduction read elementwise at its own position by one elementwise root stage (GEMM then
    SiLU, a row sum then a scale) is computed in that stage's tile loop: one kernel, the epilogue on the tile;
 4. `tile_contraction`: a sum of products over two or more spatial axes gets `tl.dot` tiles: the last two
@@ -123,6 +125,40 @@ def online_statistics(s: Schedule, st: Stage) -> bool:
     return True
 
 
+def fuse_rows(s: Schedule, st: Stage) -> bool:
+    """A root elementwise stage that reads reductions at its leading axes (softmax's Y reads mx[r] and den[r],
+    RMSNorm's reads its row's sum) runs a program per row, its last axis a loop of BLOCK tiles, and those
+    reductions computed at the row: one kernel, the row's statistics before its elements."""
+    t = st.tensor
+    if _kind(t) != "elementwise" or st.attach is not None or st.touched or len(t.axis) < 2:
+        return False
+    lead = list(t.axis[:-1])
+    rows = []
+    for p in _through_inlined(s, t):
+        ps = s.stages[p.name]
+        if _kind(p) != "reduction" or p in s.outputs or ps.attach is not None or _readers(s, p) != [st]:
+            continue
+        reads = [n for n in t.loads() if n.tensor is p]
+        if reads and all(list(n.indices) == lead[:len(n.indices)] and len(n.indices) == len(p.axis) for n in reads):
+            rows.append(ps)
+    if not rows:
+        return False
+    *outer, last = list(t.axis)
+    lo, li = st.split(last, _knob(s, st, "BLOCK", [1024, 256, 4096]))
+    st.reorder(*outer, lo, li)
+    g = _grid(st, outer)
+    for ps in rows:
+        ps.compute_at(st, g)
+        ps.split(ps.tensor.reduce_axis[-1], _knob(s, ps, "BR", [1024, 256, 4096]))
+    st.num_warps(_knob(s, st, "warps", [4, 8]))
+    return True
+
+
+def _statistic(s: Schedule, st: Stage) -> bool:
+    """Whether `st` is a running statistic of another stage's online loop (its own loop is replaced)."""
+    return any(st in other.online_stats for other in s.stages.values())
+
+
 def fuse_epilogue(s: Schedule, st: Stage) -> bool:
     """Place a reduction in the tile loop of its one elementwise reader (which `tile_elementwise` tiles first)."""
     t = st.tensor
@@ -187,7 +223,7 @@ def _split_reduce(s: Schedule, st: Stage, t: Tensor, default: int) -> None:
 
 def tile_contraction(s: Schedule, st: Stage) -> bool:
     t = st.tensor
-    if _kind(t) != "contraction" or st.attach is not None or st.touched:
+    if _kind(t) != "contraction" or st.attach is not None or st.touched or _statistic(s, st):
         return False
     *outer, i, j = list(t.axis)
     (k,) = t.reduce_axis
@@ -203,7 +239,7 @@ def tile_contraction(s: Schedule, st: Stage) -> bool:
 
 def tile_reduction(s: Schedule, st: Stage) -> bool:
     t = st.tensor
-    if _kind(t) not in ("reduction", "contraction") or st.attach is not None or st.touched:
+    if _kind(t) not in ("reduction", "contraction") or st.attach is not None or st.touched or _statistic(s, st):
         return False
     *outer, last = list(t.axis) or [None]
     k = t.reduce_axis[-1]
@@ -225,7 +261,7 @@ def tile_elementwise(s: Schedule, st: Stage) -> bool:
     return True
 
 
-RULES: list[Callable[[Schedule, Stage], bool]] = [inline_elementwise, online_statistics, fuse_epilogue,
+RULES: list[Callable[[Schedule, Stage], bool]] = [inline_elementwise, online_statistics, fuse_rows, fuse_epilogue,
                                                   tile_contraction, tile_reduction, tile_elementwise]
 
 
