@@ -151,3 +151,26 @@ def test_a_softmax_and_a_norm_are_one_kernel_a_program_per_row():
         (kernel,) = tc.lower(s).kernels
         assert set(kernel.stages) == {"Y"} | stats
         assert s["Y"].binds and "Y_BLOCK" in s.knobs
+
+
+@pytest.mark.slow
+def test_a_tuned_auto_schedule_prints_as_code_that_rebuilds_the_tuned_kernel(tmp_path):
+    """tc.tune searches an auto schedule's knobs like a hand schedule's (interpreter timings: nothing about
+    speed); Tuned.schedule_code is its trace at the tuned config, which pasted back lowers to that config's
+    source; a shape outside the mix is refused."""
+    args, Y = _gemm_silu()
+    s = tc.auto_schedule(Y)
+    mix = tc.ShapeMix([({"M": 16}, 3), ({"M": 40}, 1)], fixed={"K": 24, "N": 20})
+
+    def reference(a, w):
+        return (torch.nn.functional.silu(a.double() @ w.double()) * 2.0).half()
+
+    tuned = tc.tune(s, mix, trials=4, args=args, reference=reference, storage=f"sqlite:///{tmp_path / 'a.db'}")
+    for sizes in ({}, {"M": 40}):
+        code = tuned.schedule_code(**sizes)
+        key = tc.ShapeMix.key({"K": 24, "N": 20, "M": sizes.get("M", 16)})
+        ns = {"tc": tc, "outputs": [Y]}
+        exec(compile(code, "<schedule_code>", "exec"), ns)
+        assert tc.lower(ns["s"]).source() == tc.lower(s, tuned.chosen.configs[key]).source()
+    with pytest.raises(tc.ArgumentError, match="is no shape of the mix"):
+        tuned.schedule_code(M=3)

@@ -387,6 +387,27 @@ class Tuned:
                                 f"{', '.join(ShapeMix.key(s) for s, _ in self.mix)}")
         return k.source_for(target=target, **full)
 
+    def schedule_code(self, **sizes: int) -> str:
+        """The tuned schedule as the Python that makes it by hand (`tc.schedule_code`): the schedule's trace, each
+        knob's tuned value first among its choices, for the shape given (the mix's fixed sizes added), or, with
+        no sizes, for the shape of the mix that is called most. Pasted into a file after `outputs = [...]`, it
+        builds that shape's kernel (the same source), and stays a space to tune.
+
+        Raises:
+            ArgumentError: the sizes are no shape of the mix.
+        """
+        from tilec.tune.auto import schedule_code
+
+        if sizes:
+            full = {**self.mix.fixed, **sizes}
+            key = ShapeMix.key(full)
+            if key not in self.chosen.configs:
+                raise ArgumentError(f"schedule_code: {full} is no shape of the mix; the mix has "
+                                    f"{', '.join(ShapeMix.key(s) for s, _ in self.mix)}")
+        else:
+            key = ShapeMix.key(max(self.mix, key=lambda sw: sw[1])[0])
+        return schedule_code(self.sched, self.chosen.configs[key])
+
     def dump(self, path: str | os.PathLike | None = None, **sizes: int) -> Path:
         """Write the kernel file that a call of these sizes runs, with its launch code, and return its path:
         `python <path>` runs it on random inputs, needing only torch and Triton (`Kernel.dump`). The mix's
