@@ -425,3 +425,31 @@ def test_draw_errors_exit_2_with_one_line(tmp_path, monkeypatch, argv, message):
     rc, out, err = run([a.format(case=case, dir=tmp_path) for a in argv])
     assert rc == 2 and err.startswith("error: ") and err.count("\n") == 1, err
     assert message.format(dir=tmp_path) in err
+
+
+def test_tune_auto_emits_the_tuned_schedule_as_code(tmp_path):
+    """`tilec tune FILE --auto --emit-schedule PATH`: the file's outputs scheduled by tc.auto_schedule (its knobs,
+    not the file's BM/BN/BK), tuned, and the most-called shape's config written as code that, run after
+    `outputs = [C]`, makes the schedule again (one tl.dot kernel)."""
+    case = write_case(tmp_path)
+    emitted = tmp_path / "sched.py"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sys, "path", list(sys.path))
+        rc, out, err = run(["tune", case, *MIX, "--trials", 3, "--storage", f"sqlite:///{tmp_path / 'a.db'}",
+                            "--auto", "--emit-schedule", emitted, "--no-progress"])
+    assert rc == 0, err
+    assert f"schedule code: {emitted}" in out
+    code = emitted.read_text()
+    assert code.startswith("# the tuned schedule of") and 'C_BK = tc.knob("C_BK"' in code and '"BM"' not in code
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("gemm_case_auto", case)
+    mod = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(str(tmp_path))
+    s0, _ = mod.make()
+    ns = {"tc": tc, "outputs": list(s0.outputs)}
+    exec(compile(code, str(emitted), "exec"), ns)
+    assert tc.lower(ns["s"]).source().count("tl.dot(") == 1

@@ -157,6 +157,8 @@ def cmd_tune(a) -> int:
     use_interpreter_without_gpu()
     module = load_file(a.file)
     s, args = make_schedule(module, a.file)
+    if a.auto:  # the file's computation, scheduled by tc.auto_schedule's rules instead of its make()'s schedule
+        s = tc.auto_schedule(list(s.outputs))
     check_mix(s, mix, a.file)
     reference = _reference(module, a.file)
     storage = _storage(a.storage)
@@ -197,6 +199,15 @@ def cmd_tune(a) -> int:
     print(tuned.plan)
     if a.report:
         print(f"report: {tuned.report(a.report)}")
+    if a.emit_schedule:  # the tuned schedule as code (the most-called shape's config)
+        from pathlib import Path
+        code = (f"# the tuned schedule of {a.file}'s outputs (define outputs = [...] before this)\n"
+                + tuned.schedule_code())
+        if a.emit_schedule == "-":
+            print(f"\n{code}", end="")
+        else:
+            Path(a.emit_schedule).write_text(code)
+            print(f"schedule code: {a.emit_schedule}")
     print(f"\nstudy:   {name}\nstorage: {storage}")
     print(f"see it again: tilec show --storage {storage} --study {name}")
     return 0
@@ -375,6 +386,10 @@ def parser() -> argparse.ArgumentParser:
                    "without a GPU, N workers on the CPU")
     t.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS",
                    help="fail a candidate whose compile, check and timing of every shape takes longer (default 300)")
+    t.add_argument("--auto", action="store_true", help="tune the schedule tc.auto_schedule makes of the file's "
+                   "outputs instead of the schedule its make() writes")
+    t.add_argument("--emit-schedule", metavar="PATH", help="write the tuned schedule as Python (tc.schedule_code, "
+                   "the most-called shape's config) to PATH, or print it with -")
     t.add_argument("--fresh", action="store_true", help="first drop the study's trials (e.g. measured against a "
                    "reference since fixed: its name does not depend on the reference) and tune it again under the "
                    "same name; says what it removed")
