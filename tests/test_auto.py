@@ -174,3 +174,27 @@ def test_a_tuned_auto_schedule_prints_as_code_that_rebuilds_the_tuned_kernel(tmp
         assert tc.lower(ns["s"]).source() == tc.lower(s, tuned.chosen.configs[key]).source()
     with pytest.raises(tc.ArgumentError, match="is no shape of the mix"):
         tuned.schedule_code(M=3)
+
+
+@pytest.mark.slow
+def test_autotuned_tunes_each_new_shape_once_and_a_second_process_only_builds(tmp_path):
+    """tc.autotuned: the first call of a shape tunes it (its study stored), later calls dispatch; another
+    AutoTuned on the same storage (a second process) finds the study measured: no new trial."""
+    args, Y = _gemm_silu()
+    url = f"sqlite:///{tmp_path / 'auto.db'}"
+    op = tc.autotuned(Y, args=args, trials=3, storage=url, progress=False)
+    a, w = torch.randn(21, 10), torch.randn(10, 33)
+    want = (torch.nn.functional.silu(a @ w) * 2.0).half()
+    torch.testing.assert_close(op(a, w), want, atol=2e-3, rtol=2e-3)
+    (key,) = op.tuned
+    n = len(op.tuned[key].study.trials)
+    torch.testing.assert_close(op(a, w), want, atol=2e-3, rtol=2e-3)
+    assert len(op.tuned) == 1 and len(op.tuned[key].study.trials) == n
+    again = tc.autotuned(Y, args=args, trials=3, storage=url, progress=False)
+    torch.testing.assert_close(again(a, w), want, atol=2e-3, rtol=2e-3)
+    assert len(again.tuned[key].study.trials) == n  # measured by the first: nothing measured again
+    assert "C.compute_at(Y, Y_io_jo)" in again.schedule_code(K=10, M=21, N=33)
+    with pytest.raises(tc.ArgumentError, match="no shape M=5 was tuned yet"):
+        again.schedule_code(M=5)
+    with pytest.raises(tc.ArgumentError):
+        op(torch.randn(21, 11), w)  # K disagrees between the inputs: refused before any tuning

@@ -53,7 +53,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
     "tilec.runtime": ("Kernel", "build"),
     "tilec.tune.mix": ("ShapeMix",),
     "tilec.tune.study": ("FewerConfigs", "Tuned", "TuningInterrupted", "forget", "tune"),
-    "tilec.tune.auto": ("auto_schedule", "schedule_code"),
+    "tilec.tune.auto": ("auto_schedule", "autotuned", "schedule_code"),
 }
 _HOME = {name: module for module, names in _HOMES.items() for name in names}
 # API names that are also subpackages: the import system binds `tilec.tune = <package>` when the
@@ -115,7 +115,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs read; the same names as _HOMES 
     from tilec.plan import analyze
     from tilec.runtime import Kernel, build
     from tilec.schedule import Flag, Knob, Schedule, Stage, create_schedule, default_trace, flag, knob, replay
-    from tilec.tune.auto import auto_schedule, schedule_code
+    from tilec.tune.auto import auto_schedule, autotuned, schedule_code
     from tilec.tune.mix import ShapeMix
     from tilec.tune.study import FewerConfigs, Tuned, TuningInterrupted, forget, tune
 

@@ -350,3 +350,80 @@ def schedule_code(s: Schedule, config: dict | None = None) -> str:
 
     steps = [Step(st.primitive, st.stage, tuple(fixed(a) for a in st.args), st.results, st.within) for st in s.trace.steps]
     return str(Trace(steps, s.trace.axes))
+
+
+class AutoTuned:
+    """`tc.autotuned(...)`: a callable that tunes the auto schedule of its outputs for each new shape it is called
+    with (a study of `trials` configs in `storage`, where a later process finds it measured: it then builds
+    without measuring), and afterwards dispatches that shape to its tuned kernel. `.tuned` holds the `Tuned`
+    of each shape (by its sizes' key), `.schedule` the auto schedule, `.schedule_code(**sizes)` a tuned
+    shape's schedule as code."""
+
+    def __init__(self, outputs, args, reference, trials: int, storage: str | None, progress):
+        from tilec.runtime.kernel import Kernel
+
+        self.schedule = auto_schedule(outputs)
+        self.args, self.reference, self.trials, self.storage, self.progress = args, reference, trials, storage, progress
+        self._shape_kernel = Kernel(self.schedule, args)  # reads a call's sizes (and checks its tensors)
+        if self._shape_kernel.call_sizes:
+            raise ArgumentError(f"autotuned: the size {', '.join(self._shape_kernel.call_sizes)} is in no input's "
+                                f"shape; the tuner reads every size from the tensors it makes")
+        self.tuned: dict = {}
+
+    def _sizes(self, tensors) -> dict[str, int]:
+        n = len(self._shape_kernel.inputs)
+        self._shape_kernel._bind(list(tensors[:n]))  # a call's tensors checked (shapes, dtypes) before tuning
+        return self._shape_kernel.read_sizes(tensors[:n])
+
+    def __call__(self, *tensors, out=None):
+        from tilec.tune.mix import ShapeMix
+        from tilec.tune.study import tune
+
+        sizes = self._sizes(tensors)
+        key = ShapeMix.key(sizes)
+        if key not in self.tuned:
+            self.tuned[key] = tune(self.schedule, ShapeMix([(sizes, 1)]), trials=self.trials, args=self.args,
+                                   reference=self.reference, storage=self.storage, progress=self.progress)
+        return self.tuned[key](*tensors, out=out)
+
+    def schedule_code(self, **sizes: int) -> str:
+        """The schedule tuned for a shape already called (all its sizes), as code (`tc.schedule_code`)."""
+        from tilec.tune.mix import ShapeMix
+
+        key = ShapeMix.key(sizes)
+        if key not in self.tuned:
+            raise ArgumentError(f"schedule_code: no shape {key or '(none)'} was tuned yet; called with: "
+                                f"{', '.join(self.tuned) or 'nothing'}")
+        return self.tuned[key].schedule_code()
+
+
+def autotuned(*outputs: Tensor | Sequence[Tensor], args: Sequence[Tensor], reference: Callable | None = None,
+              trials: int = 16, storage: str | None = None, progress: bool | None = None) -> AutoTuned:
+    """The one-line path for a compute without a schedule: `op = tc.autotuned(Y, args=[A, W, Y])`, then `op(a, w)`.
+
+    The first call with a new shape tunes `tc.auto_schedule(outputs)` for that shape (`tc.tune` with a mix of
+    that one shape, `trials` configs, each checked against `reference` or the unscheduled compute; the
+    progress bar shows it), and later calls of the shape run the tuned kernel. The study is stored (`storage`,
+    default: SQLite under ~/.cache/tilec), so another process that calls the same shape finds it measured and
+    only builds.
+
+    Args:
+        *outputs: the computed tensors (or one list of them).
+        args: the kernel's tensors, inputs then outputs (as `tc.build`'s).
+        reference: a function of the inputs giving the expected outputs (optional).
+        trials: configs measured per shape.
+        storage: an optuna storage URL for the studies.
+        progress: `tc.tune`'s progress argument (None: a bar where stderr is a terminal).
+
+    Returns:
+        An `AutoTuned` callable.
+
+    Raises:
+        ArgumentError: no outputs, or a size in no input's shape (the tuner reads sizes from tensors).
+
+    Example:
+        >>> op = tc.autotuned(Y, args=[A, W, Y], trials=2, progress=False)  # doctest: +SKIP
+        >>> y = op(torch.randn(40, 24), torch.randn(24, 20))   # tunes M=40, N=20, K=24, then runs  # doctest: +SKIP
+    """
+    outs = list(outputs[0]) if len(outputs) == 1 and isinstance(outputs[0], (list, tuple)) else list(outputs)
+    return AutoTuned(outs, list(args), reference, trials, storage, progress)
