@@ -3,12 +3,13 @@ a few configs, beside eager PyTorch, torch.compile, the kernel it is written aft
 and the roofline, in one run (a benchmark, not a test).
 
     python benchmarks/suite.py [--json out.json] [--only rms_norm,softmax] [--configs 12] [--budget 420]
-                               [--no-compile] [--no-original]
+                               [--no-compile] [--no-original] [--auto]
     python benchmarks/suite.py --cpu-check [--only ...]    # (or --dry-run) CPU, Triton's interpreter: the code
                                                            # paths and torch_ref's agreement, not speed
 
 Each module of suite.NAMES that defines BENCH (see suite/harness.py for the module interface) gives a row:
-- tilec: the fast schedule (`make(True)`) built at up to --configs configs of its knobs, chosen greedily one
+- tilec: the fast schedule (`make(True)`; with --auto, `tc.auto_schedule` of the default's outputs, issue 27)
+  built at up to --configs configs of its knobs, chosen greedily one
   knob at a time from the best so far (the default config first), within a share of --budget seconds; a
   config that fails to build or launch is recorded and skipped; each output is checked against `torch_ref`
   (relative error ||out - ref|| / ||ref|| over each output, loose bounds per dtype: LOOSE), a wrong config is
@@ -233,7 +234,11 @@ def greedy_configs(knobs: dict):
 
 def tilec_best(name, mod, xs, refs, draws, a, allow_s) -> dict:
     """Build and time the fast schedule's configs; the row's tilec fields."""
-    s, args = mod.make(True)
+    if a.auto:  # issue 27: the schedule tc.auto_schedule makes of the default's outputs, its knobs searched alike
+        s0, args = mod.make(False)
+        s = tc.auto_schedule(list(s0.outputs))
+    else:
+        s, args = mod.make(True)
     limit = 1 if CPU_CHECK else a.configs
     gen = greedy_configs(s.knobs)
     records, best, t_prev = [], None, None
@@ -521,6 +526,9 @@ def main():
     ap.add_argument("--configs", type=int, default=12, help="most configs tried per kernel")
     ap.add_argument("--budget", type=float, default=420.0,
                     help="seconds for the whole run; each kernel's configs get a share of what is left")
+    ap.add_argument("--auto", action="store_true",
+                    help="time tc.auto_schedule's schedule of each kernel (its knobs searched as the fast one's) "
+                         "in place of the module's fast schedule: run once with and once without, as ratios")
     ap.add_argument("--no-compile", action="store_true")
     ap.add_argument("--no-original", action="store_true")
     ap.add_argument("--cpu-check", "--dry-run", action="store_true",
@@ -603,6 +611,7 @@ def child(names, a, t0) -> list:
         cmd = [sys.executable, __file__, "--only", ",".join(names), "--json", str(out), "--configs", str(a.configs),
                "--budget", str(max(60.0, a.budget - (time.perf_counter() - t0)))]
         cmd += ["--no-compile"] * a.no_compile + ["--no-original"] * a.no_original + ["--cpu-check"] * CPU_CHECK
+        cmd += ["--auto"] * a.auto
         subprocess.run(cmd, check=False)
         if not out.exists():
             return [{"kernel": n, "error": "the fresh process wrote no row"} for n in names]

@@ -116,3 +116,21 @@ def test_gpu_benchmark_paths_run_on_a_cpu(tmp_path):
     assert "with a failure (tilec, torch_ref, BENCH's memory): none" in p.stdout, p.stdout[-2000:]
     assert "torch.compile failed: none" in p.stdout
     assert out.exists() and json.loads(out.read_text())
+
+
+@pytest.mark.slow
+def test_gpu_benchmark_auto_path_runs_on_a_cpu(tmp_path):
+    """benchmarks/suite.py --auto (issue 27's GPU table: tc.auto_schedule's schedule in place of the fast one) on a
+    CPU with --cpu-check: the auto schedule's knobs are the config searched, checked against torch_ref."""
+    import json
+    import subprocess
+
+    root = Path(__file__).resolve().parent.parent
+    out = tmp_path / "auto.json"
+    p = subprocess.run([sys.executable, str(root / "benchmarks" / "suite.py"), "--cpu-check", "--auto", "--no-compile",
+                        "--only", "swiglu,matmul_leaky_relu", "--json", str(out)],
+                       capture_output=True, text=True, cwd=root, timeout=300)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    assert "with a failure (tilec, torch_ref, BENCH's memory): none" in p.stdout, p.stdout[-2000:]
+    rows = {r["kernel"]: r for r in json.loads(out.read_text())["rows"]}
+    assert "C_BM" in str(rows["matmul_leaky_relu"]) and "c_BLOCK" in str(rows["swiglu"])
