@@ -114,6 +114,27 @@ def test_refused_without_a_max_or_with_rounded_statistics():
         s[den].online()
 
 
+def test_a_target_accumulated_in_float16_is_refused():
+    """Fuzz seed 340034111: a target summed in float16 was carried as fp16 and rescaled in fp32, which the
+    interpreter ran and the GPU compiler refused (a loop-carried value changing type). The running sum is
+    rescaled every tile, so it must be float32, like the statistics."""
+    M, N = tc.size_vars("M N")
+    X = tc.placeholder((M, N), "float16", name="X")
+    c = tc.reduce_axis(N, name="c")
+    mx = tc.compute((M,), lambda r: tc.max(X[r, c].astype("float32"), axis=c), name="mx")
+    c2 = tc.reduce_axis(N, name="c2")
+    den = tc.compute((M,), lambda r: tc.sum(tc.exp(X[r, c2].astype("float32") - mx[r]), axis=c2), name="den")
+    c3 = tc.reduce_axis(N, name="c3")
+    O = tc.compute((M,), lambda r: tc.sum((tc.exp(X[r, c3].astype("float32") - mx[r]) / den[r]).astype("float16"),
+                                          axis=c3, acc_dtype="float16"), name="O", dtype="float16")
+    s = tc.create_schedule(O)
+    s[O].split(c3, 16)
+    with pytest.raises(tc.IllegalScheduleError, match=r"O is accumulated in float16.*must be float32") as info:
+        s[O].online(s[mx], s[den])
+    assert info.value.reason == "online"
+    assert not s.stages["O"].online_stats
+
+
 def test_an_intermediate_that_reads_a_statistic_must_be_inlined():
     M, N = tc.size_vars("M N")
     X = tc.placeholder((M, N), "float32", name="X")

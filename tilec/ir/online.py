@@ -104,6 +104,9 @@ def online_form(target, stats) -> OnlineForm:
     if not isinstance(target.body, Reduce) or target.body.op != "sum" or len(target.body.axes) != 1:
         raise NotOnline(f"{target.name} is not a sum over one reduce axis; the online form runs a sum's loop")
     (j,) = target.body.axes
+    if target.body.dtype != "float32":
+        raise NotOnline(f"{target.name} is accumulated in {target.body.dtype}; the online form rescales its "
+                        f"running sum at every tile, so it must be float32 (acc_dtype='float32', cast after)")
     maxes = [t for t in stats if isinstance(t.body, Reduce) and t.body.op == "max"]
     if len(maxes) != 1:
         raise NotOnline(f"the statistics need exactly one max (the running max the sums are rescaled by), got "
