@@ -27,7 +27,7 @@ Each module of suite.NAMES that defines BENCH (see suite/harness.py for the modu
   the decode attentions' caches past each sequence's length) the bytes, and so the %, are overstated.
 
 Times are triton.testing.do_bench medians (its default warm-up and repetitions; it clears L2 before each
-repetition). Ratios are anchor time / tilec time: above 1 means tilec is faster. A failure in one kernel is
+repetition); a config whose one call takes over SLOW_S is timed by that call alone. Ratios are anchor time / tilec time: above 1 means tilec is faster. A failure in one kernel is
 recorded in its row and the run goes on; a CUDA error that leaves the context unusable sends the kernels left
 to a fresh process. The JSON (--json) is rewritten after each kernel, so a run cut short keeps its rows.
 
@@ -82,6 +82,8 @@ MAX_BYTES = 8 * 2**30        # BENCH's inputs and outputs together stay under th
 CHUNK = 2**24                # elements compared at a time (float64 copies of a 1 GB output do not fit twice)
 OVERHEAD_S = 15.0            # a kernel's time outside its configs (make, checks, eager, original, torch.compile),
                              # guessed until measured: the configs get what the budget leaves after it
+SLOW_S = 0.5                 # a call slower than this is timed once, not by do_bench (an auto schedule's worst
+                             # config took 19.9 s a call: H100, issue 27)
 MIN_CFG_S = 3.0              # configs' time below which a kernel tries one config only (else at least two)
 
 
@@ -109,6 +111,12 @@ def timed(fn, args) -> float:
         fn(*args)
         return time.perf_counter() - t0
     from triton.testing import do_bench
+    t0 = time.perf_counter()
+    fn(*args)
+    sync()
+    once = time.perf_counter() - t0
+    if once > SLOW_S:  # do_bench's repetitions of a call this slow would take minutes: the one call is the time
+        return once
     return do_bench(lambda: fn(*args), return_mode="median") * 1e-3
 
 

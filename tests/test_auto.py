@@ -84,7 +84,7 @@ def test_a_gemm_epilogue_runs_in_the_gemm_tiles_with_tl_dot():
     s = tc.auto_schedule(Y)
     prog = tc.lower(s)
     assert [k.name for k in prog.kernels] == ["Y_kernel"]
-    assert "tl.dot(" in prog.source() and set(s.knobs) == {"C_BK", "C_stages", "Y_BM", "Y_BN", "Y_warps"}
+    assert "tl.dot(" in prog.source() and set(s.knobs) == {"C_BK", "C_stages", "Y_BM", "Y_BN", "Y_GROUP_M", "Y_warps"}
     a, w = torch.randn(37, 19), torch.randn(19, 45)
     out = tc.build(s, args)(a, w)
     torch.testing.assert_close(out, (torch.nn.functional.silu(a @ w) * 2.0).half(), atol=2e-3, rtol=2e-3)
@@ -151,6 +151,32 @@ def test_a_softmax_and_a_norm_are_one_kernel_a_program_per_row():
         (kernel,) = tc.lower(s).kernels
         assert set(kernel.stages) == {"Y"} | stats
         assert s["Y"].binds and "Y_BLOCK" in s.knobs
+
+
+def test_a_norm_that_stores_its_row_statistics_is_one_kernel():
+    """Liger's norms return rstd (and mean) for the backward: outputs read by Y at its row. fuse_rows places
+    them, and the sums they read, at Y's row (H100, issue 27's first GPU run: three and five kernels before);
+    a fused add's z (an output Y reads at its own point, and the row's sum reads) is stored row by row."""
+    for name, stages in (("rms_norm", {"Y", "rstd", "ss"}), ("layer_norm", {"Y", "mean", "rstd", "total", "sq"}),
+                         ("group_norm", None), ("fused_add_rms_norm", {"out", "z", "ss"})):
+        mod = importlib.import_module(f"suite.{name}")
+        s0, _ = mod.make(False)
+        s = tc.auto_schedule(list(s0.outputs))
+        (kernel,) = tc.lower(s).kernels
+        assert stages is None or set(kernel.stages) == stages
+
+
+def test_an_online_loop_at_the_root_gets_a_grid():
+    """cross_entropy's d (online over m) is read by two stages, so it stays a root: tile_reduction still tiles
+    it. Before, `online` counted as a schedule of its loops and the kernel was one program looping over every
+    row and column (19.9 s per call on the H100 at 4096 x 32000)."""
+    mod = importlib.import_module("suite.cross_entropy")
+    s0, _ = mod.make(False)
+    s = tc.auto_schedule(list(s0.outputs))
+    src = tc.lower(s).source()
+    kernel = src[src.index("def d_m_kernel("):src.index("@triton.jit", src.index("def d_m_kernel("))]
+    assert "tl.program_id(0)" in kernel and "for r in" not in kernel
+    assert {"d_BR", "d_BS"} <= set(s.knobs)
 
 
 @pytest.mark.slow

@@ -9,14 +9,17 @@ stage it may concern (as `tilec/lower/passes.py` lists the passes):
    no kernel; its rounding kept as a cast);
 2. `online_statistics`: a sum that reads a max (and sums of the same exp(X - max)) through inlined stages
    runs them as running statistics in its own loop (softmax's and attention's passes become one);
-   `fuse_rows`: an elementwise stage that reads reductions at its leading axes (softmax's Y of mx[r] and
-   den[r], a norm's scale) runs a program per row, those reductions computed at the row: one kernel;
+   `fuse_rows`: an elementwise stage that reads per-row values at its leading axes (softmax's Y of mx[r] and
+   den[r]; a norm's rstd[r], an output too, and the sum it reads) runs a program per row, those values
+   computed at the row: one kernel;
 3. `fuse_epilogue`: a reduction read elementwise at its own position by one elementwise root stage (GEMM then
-   SiLU, a row sum then a scale) is computed in that stage's tile loop: one kernel, the epilogue on the tile;
+   SiLU, a row sum then a scale) is computed in that stage's tile loop: one kernel, the epilogue on the tile
+   (tiled as rule 4 tiles a contraction);
 4. `tile_contraction`: a sum of products over two or more spatial axes gets `tl.dot` tiles: the last two
-   spatial axes tiled (BM x BN knobs), the reduce axis split (BK), the tiles' loops outermost on the grid,
-   pipelined loads, warps;
-5. `tile_reduction`: another reduction: a tile of its last spatial axis and of its reduce axis (knobs);
+   spatial axes tiled (BM x BN knobs), the reduce axis split (BK), the tiles' loops outermost on the grid
+   (a plain GEMM's in grouped order, a GROUP_M knob), pipelined loads, warps;
+5. `tile_reduction`: another reduction (an online loop's target too): a tile of its last spatial axis and of
+   its reduce axis (knobs), the outer axes on the grid;
 6. `tile_elementwise`: an elementwise root (or a scatter): its last axis tiled (a knob), the others on the grid.
 
 Every primitive is checked by isl as a hand-written one is; a rule whose primitives are refused, or after
@@ -34,6 +37,7 @@ from tilec.ir.expr import Binary, Cast, Load, Reduce, walk
 from tilec.ir.knob import Knob, knob
 from tilec.ir.tensor import Tensor
 from tilec.schedule.schedule import Schedule, Stage, create_schedule
+from tilec.schedule.state import LOOPS
 from tilec.schedule.trace import KnobRef, Step, Trace
 
 
@@ -125,23 +129,50 @@ def online_statistics(s: Schedule, st: Stage) -> bool:
     return True
 
 
+def _row_stages(s: Schedule, st: Stage) -> list[Stage]:
+    """The stages `st` needs once per row: reductions and elementwise stages (an output too, such as a norm's
+    rstd) read at a prefix of their reader's axes, found from `st` through such stages (a norm's Y reads
+    rstd[r], which reads ss[r]), each read by nothing but `st` and the others found, and placed nowhere yet;
+    and an elementwise output of st's shape that st reads at its own point, which the row's sums read too (a
+    fused add's z = x + residual: stored row by row, as the row is reached). A running statistic follows its
+    online loop and is not one of them."""
+    found: list[Stage] = []
+    frontier = [st]
+    while frontier:
+        q = frontier.pop()
+        for p in _through_inlined(s, q.tensor):
+            ps = s.stages[p.name]
+            if ps in found or ps is st or ps.attach is not None or _kind(p) not in ("reduction", "elementwise") \
+                    or _statistic(s, ps) or (p in s.outputs and _kind(p) != "elementwise") or ps.touched and not _only_online(s, ps):
+                continue
+            reads = [n for n in q.tensor.loads() if n.tensor is p]
+            own = list(q.tensor.axis)
+            if not reads or not all(len(n.indices) == len(p.axis) and list(n.indices) == own[:len(n.indices)]
+                                    for n in reads):
+                continue
+            if q is st and len(p.axis) >= len(own) and not (p in s.outputs and _kind(p) == "elementwise"):
+                continue  # read at every point of st: not a row's value (but an output stored on the way: below)
+            found.append(ps)
+            frontier.append(ps)
+    chain = {st.name, *(f.name for f in found)}
+    # every reader of a stage found must be in the chain (else the row's value is needed elsewhere too)
+    while True:
+        keep = [f for f in found if all(r.name in chain for r in _readers(s, f.tensor))]
+        if len(keep) == len(found):
+            return found
+        found = keep
+        chain = {st.name, *(f.name for f in found)}
+
+
 def fuse_rows(s: Schedule, st: Stage) -> bool:
-    """A root elementwise stage that reads reductions at its leading axes (softmax's Y reads mx[r] and den[r],
-    RMSNorm's reads its row's sum) runs a program per row, its last axis a loop of BLOCK tiles, and those
-    reductions computed at the row: one kernel, the row's statistics before its elements."""
+    """A root elementwise stage that reads per-row values at its leading axes (softmax's Y reads mx[r] and den[r],
+    RMSNorm's Y its rstd[r], which reads the row's sum of squares) runs a program per row, its last axis a loop
+    of BLOCK tiles, and those values computed at the row: one kernel, the row's statistics before its elements."""
     t = st.tensor
     if _kind(t) != "elementwise" or st.attach is not None or st.touched or len(t.axis) < 2:
         return False
-    lead = list(t.axis[:-1])
-    rows = []
-    for p in _through_inlined(s, t):
-        ps = s.stages[p.name]
-        if _kind(p) != "reduction" or p in s.outputs or ps.attach is not None or _readers(s, p) != [st]:
-            continue
-        reads = [n for n in t.loads() if n.tensor is p]
-        if reads and all(list(n.indices) == lead[:len(n.indices)] and len(n.indices) == len(p.axis) for n in reads):
-            rows.append(ps)
-    if not rows:
+    rows = _row_stages(s, st)
+    if not any(_kind(r.tensor) == "reduction" for r in rows):
         return False
     *outer, last = list(t.axis)
     lo, li = st.split(last, _knob(s, st, "BLOCK", [1024, 256, 4096]))
@@ -149,7 +180,10 @@ def fuse_rows(s: Schedule, st: Stage) -> bool:
     g = _grid(st, outer)
     for ps in rows:
         ps.compute_at(st, g)
-        ps.split(ps.tensor.reduce_axis[-1], _knob(s, ps, "BR", [1024, 256, 4096]))
+        if _kind(ps.tensor) == "reduction":
+            ps.split(ps.tensor.reduce_axis[-1], _knob(s, ps, "BR", [1024, 256, 4096]))
+        elif len(ps.tensor.axis) == len(t.axis):  # an output of st's shape (a fused add's sum): stored row by row
+            ps.split(ps.tensor.axis[-1], _knob(s, ps, "BLOCK", [1024, 256, 4096]))
     st.num_warps(_knob(s, st, "warps", [4, 8]))
     return True
 
@@ -193,9 +227,19 @@ def _tile_2d(s: Schedule, st: Stage, bm: list, bn: list) -> list:
     axes = list(st.tensor.axis)
     *outer, i, j = axes
     io, jo, ii, ji = st.tile(i, j, _knob(s, st, "BM", bm), _knob(s, st, "BN", bn))
-    g = _grid(st, [*outer, io, jo])
+    g = _tile_grid(s, st, outer, io, jo)
     st.num_warps(_knob(s, st, "warps", [4, 8]))
     return [g]
+
+
+def _tile_grid(s: Schedule, st: Stage, outer: list, io, jo):
+    """The grid of a 2-D tiling: a plain GEMM's tiles in grouped order (GROUP_M, for L2 reuse: 8, or 1, the
+    row-major order, or 4), a batched one's (outer axes first) fused in row-major order."""
+    if outer:
+        return _grid(st, [*outer, io, jo])
+    g = st.swizzle(io, jo, group=_knob(s, st, "GROUP_M", [8, 1, 4]))
+    st.bind(g, "program_id.0")
+    return g
 
 
 def _tile_rows(s: Schedule, st: Stage) -> list:
@@ -231,15 +275,25 @@ def tile_contraction(s: Schedule, st: Stage) -> bool:
     jo, ji = st.split(j, _knob(s, st, "BN", [64, 128, 32]))
     ko, ki = st.split(k, _knob(s, st, "BK", [32, 64, 16]))
     st.reorder(*outer, io, jo, ko, ii, ji, ki)
-    _grid(st, [*outer, io, jo])
+    _tile_grid(s, st, outer, io, jo)
     st.pipeline(ko, _knob(s, st, "stages", [3, 2, 4]))
     st.num_warps(_knob(s, st, "warps", [4, 8]))
     return True
 
 
+def _only_online(s: Schedule, st: Stage) -> bool:
+    """Whether the only step that decided `st`'s loops is `online` (its loops are still the default's serial
+    ones, which a root stage must not keep: one program for the whole reduction)."""
+    return bool(st.online_stats) and all(x.primitive == "online" or x.primitive not in LOOPS
+                                         for x in s.trace.steps if x.stage == st.name)
+
+
 def tile_reduction(s: Schedule, st: Stage) -> bool:
+    """A root reduction (an online loop's target too): its reduce axis split (BR), its last spatial axis in
+    tiles of BS rows, the outer spatial axes on the grid."""
     t = st.tensor
-    if _kind(t) not in ("reduction", "contraction") or st.attach is not None or st.touched or _statistic(s, st):
+    if (_kind(t) not in ("reduction", "contraction") or st.attach is not None or _statistic(s, st)
+            or (st.touched and not _only_online(s, st))):
         return False
     *outer, last = list(t.axis) or [None]
     k = t.reduce_axis[-1]
@@ -284,7 +338,7 @@ def auto_schedule(*outputs: Tensor | Sequence[Tensor]) -> Schedule:
     Example:
         >>> s2 = tc.auto_schedule(Y)          # C (A @ W) is computed in Y's tiles: one kernel, tl.dot
         >>> sorted(s2.knobs)
-        ['C_BK', 'C_stages', 'Y_BM', 'Y_BN', 'Y_warps']
+        ['C_BK', 'C_stages', 'Y_BM', 'Y_BN', 'Y_GROUP_M', 'Y_warps']
         >>> [k.name for k in tc.lower(s2).kernels]
         ['Y_kernel']
         >>> a, w = torch.randn(40, 24), torch.randn(24, 20)
