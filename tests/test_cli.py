@@ -427,6 +427,14 @@ def test_draw_errors_exit_2_with_one_line(tmp_path, monkeypatch, argv, message):
     assert message.format(dir=tmp_path) in err
 
 
+def test_tune_refuses_a_cost_model_it_does_not_have(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    case = write_case(tmp_path)
+    rc, out, err = run(["tune", case, *MIX, "--cost-model", "xgboost"])
+    assert rc == 2 and "--cost-model: invalid choice: 'xgboost' (choose from" in err, err  # quoting: Python's
+    assert "learned" in err and "analytic" in err and err.count("\n") == 1
+
+
 def test_tune_auto_emits_the_tuned_schedule_as_code(tmp_path):
     """`tilec tune FILE --auto --emit-schedule PATH`: the file's outputs scheduled by tc.auto_schedule (its knobs,
     not the file's BM/BN/BK), tuned, and the most-called shape's config written as code that, run after
@@ -436,7 +444,7 @@ def test_tune_auto_emits_the_tuned_schedule_as_code(tmp_path):
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(sys, "path", list(sys.path))
         rc, out, err = run(["tune", case, *MIX, "--trials", 3, "--storage", f"sqlite:///{tmp_path / 'a.db'}",
-                            "--auto", "--emit-schedule", emitted, "--no-progress"])
+                            "--auto", "--emit-schedule", emitted, "--no-progress", "--cost-model", "analytic"])
     assert rc == 0, err
     assert f"schedule code: {emitted}" in out
     code = emitted.read_text()

@@ -180,7 +180,7 @@ def cmd_tune(a) -> int:
         tuned = tc.tune(s, mix, trials=a.trials, args=args, reference=reference, storage=storage,
                         expected_calls=a.expected_calls, worker=a.worker, study_name=name,
                         progress=False if a.no_progress else None, jobs=a.jobs, timeout=a.timeout, recipe=a.file,
-                        gpus=a.gpus)
+                        gpus=a.gpus, cost_model=a.cost_model)
     for w in caught:
         if issubclass(w.category, FewerConfigs):
             print(f"note: {str(w.message).removeprefix('tune: ')}")
@@ -386,6 +386,10 @@ def parser() -> argparse.ArgumentParser:
                    "without a GPU, N workers on the CPU")
     t.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS",
                    help="fail a candidate whose compile, check and timing of every shape takes longer (default 300)")
+    t.add_argument("--cost-model", choices=("learned", "analytic"), default="learned",
+                   help="what ranks the seeds: the analytic model corrected by one fitted on this device's other "
+                        "studies in the storage, where it orders them better (learned, the default), or the "
+                        "analytic model alone")
     t.add_argument("--auto", action="store_true", help="tune the schedule tc.auto_schedule makes of the file's "
                    "outputs instead of the schedule its make() writes")
     t.add_argument("--emit-schedule", metavar="PATH", help="write the tuned schedule as Python (tc.schedule_code, "

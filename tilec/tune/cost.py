@@ -47,8 +47,11 @@ def analysis_for(sched, config: dict) -> Analysis:
     return mine[key]
 
 
-def estimate(sched, config: dict, shape: dict, analysis: Analysis | None = None) -> float:
-    """Estimated seconds for one call of `sched` under `config` at sizes `shape`."""
+def terms(sched, config: dict, shape: dict, analysis: Analysis | None = None) -> dict:
+    """What the estimate is made of, for one call of `sched` under `config` at sizes `shape`: FLOPs,
+    bytes moved, kernels, programs of the largest grid, wave efficiency, pipeline stages, warps,
+    accumulator registers per thread, the measured priors' factor, and whether TMA, persistent loops
+    and grouped order are on. `estimate` combines them; `features` (the learned model's input) reads them."""
     env = {**shape, **config}
     analysis = analysis if analysis is not None else analysis_for(sched, config)
     flops, nbytes = 0.0, 0.0
@@ -67,11 +70,13 @@ def estimate(sched, config: dict, shape: dict, analysis: Analysis | None = None)
             flops += 2 * points
         else:
             flops += points
+    out_points = 0
     for t in sched.outputs:
-        nbytes += _prod(evaluate(e, env) for e in t.shape) * itemsize(t.dtype)
+        n = _prod(evaluate(e, env) for e in t.shape)
+        out_points += n
+        nbytes += n * itemsize(t.dtype)
     resources = analysis.resources
     cached = set()
-    time = 0.0
     for res, root in zip(resources, plan.kernels):
         programs = _prod(evaluate(a.extent, env) for a in root.layout.grid)
         for f in res.footprints:
@@ -80,22 +85,41 @@ def estimate(sched, config: dict, shape: dict, analysis: Analysis | None = None)
             trips = _prod(evaluate(a.extent, env) for a in p.layout.loops[: level + 1])
             nbytes += f.bytes * programs * trips
             cached.add(f.tensor)
-        time += LAUNCH
     for t in sched.placeholders:
         if t.name not in cached:
             nbytes += _prod(evaluate(e, env) for e in t.shape) * itemsize(t.dtype)
     programs = max((_prod(evaluate(a.extent, env) for a in r.layout.grid) for r in plan.kernels), default=1)
     waves = -(-programs // SMS)
-    wave_eff = programs / (waves * SMS)
-    # second-order terms, so that configs equal in traffic still rank: deeper pipelines hide more
-    # memory latency; too few warps for a tile's accumulator spill registers
-    stages = min((factor_value(v, config) for st in sched.stages.values() for v in st.pipelines.values()), default=1)
-    warps = [r.layout.warps for r in plan.kernels] or [4]
-    acc = max((res.registers_per_thread for res in resources), default=0)
-    latency = 1 + 0.15 / max(stages, 1)
-    pressure = 1 + 0.002 * max(0, acc - 128) + 0.02 * (max(warps) == 8 and acc < 64)
-    return (max(flops / PEAK_FLOPS, nbytes / BANDWIDTH) / max(wave_eff, 1e-3) * latency * pressure
-            * measured_priors(sched, config, programs) + time)
+    tma = any(c.kind == "cache_read" and factor_value(c.tma, config) for c in sched.caches)
+    return {
+        "flops": flops, "bytes": nbytes, "kernels": len(plan.kernels), "programs": programs,
+        "outputs_per_program": out_points / max(programs, 1), "wave_eff": programs / (waves * SMS),
+        # deeper pipelines hide more memory latency; too few warps for a tile's accumulator spill registers
+        "stages": min((factor_value(v, config) for st in sched.stages.values() for v in st.pipelines.values()),
+                      default=1),
+        "warps": max((r.layout.warps for r in plan.kernels), default=4),
+        "registers": max((res.registers_per_thread for res in resources), default=0),
+        "priors": measured_priors(sched, config, programs),
+        "tma": tma,
+        "persistent": any(factor_value(f, config) for st in sched.stages.values() for f in st.persistent_axes.values()),
+        "grouped": any(isinstance(r, Fuse) and r.group is not None and factor_value(r.group, config) > 1
+                       for st in sched.stages.values() for r in st.relations),
+    }
+
+
+def estimate(sched, config: dict, shape: dict, analysis: Analysis | None = None) -> float:
+    """Estimated seconds for one call of `sched` under `config` at sizes `shape`: the larger of FLOPs at
+    peak and bytes at bandwidth, over the wave efficiency, with the second-order terms (so that configs
+    equal in traffic still rank) and the measured priors, plus a launch per kernel."""
+    return combine(terms(sched, config, shape, analysis))
+
+
+def combine(x: dict) -> float:
+    """The analytic estimate of `terms`' dict, in seconds."""
+    latency = 1 + 0.15 / max(x["stages"], 1)
+    pressure = 1 + 0.002 * max(0, x["registers"] - 128) + 0.02 * (x["warps"] == 8 and x["registers"] < 64)
+    return (max(x["flops"] / PEAK_FLOPS, x["bytes"] / BANDWIDTH) / max(x["wave_eff"], 1e-3) * latency * pressure
+            * x["priors"] + x["kernels"] * LAUNCH)
 
 
 # Factors for choices the traffic model does not see, from the H200 measurements of benchmarks/NOTES.md

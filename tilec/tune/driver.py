@@ -36,7 +36,9 @@ from tilec.errors import ArgumentError
 from tilec.runtime import triton_compat
 from tilec.runtime.kernel import Kernel
 from tilec.schedule.schedule import Schedule
+from tilec.tune import learned
 from tilec.tune import study as _study
+from tilec.tune.cost import analysis_for, terms
 from tilec.tune.measure import CandidateFailure
 from tilec.tune.mix import ShapeMix
 from tilec.tune.progress import interpreter_note
@@ -53,7 +55,8 @@ class Tuning:
     `tc.tune`'s arguments and checks them; attributes hold the normalized ones."""
 
     def __init__(self, sched, mix, trials, *, args, reference, storage, expected_calls, timer, seed, seeds,
-                 study_name, worker, shared_limit, heartbeat, progress, jobs, timeout, recipe):
+                 study_name, worker, shared_limit, heartbeat, progress, jobs, timeout, recipe, cost_model="learned"):
+        self.cost_model, self.model = cost_model, None
         self.sched, self.mix, self.trials, self.reference, self.timer = sched, mix, trials, reference, timer
         self.expected_calls, self.seed, self.seeds, self.worker = expected_calls, seed, seeds, worker
         self.heartbeat, self.progress, self.jobs, self.timeout, self.recipe = heartbeat, progress, jobs, timeout, recipe
@@ -95,6 +98,9 @@ class Tuning:
             raise ArgumentError(f"tune: jobs must be an int >= 0 (0: measure in this process), got {jobs!r}")
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf:
             raise ArgumentError(f"tune: timeout must be a positive number of seconds, got {timeout!r}")
+        if self.cost_model not in ("learned", "analytic"):
+            raise ArgumentError(f"tune: cost_model must be 'learned' (the analytic model corrected by this device's "
+                                f"stored trials, where they order configs better) or 'analytic', got {self.cost_model!r}")
         if recipe is not None and not Path(recipe).is_file():
             raise ArgumentError(f"tune: recipe {recipe!r} is not a file; give a Python file defining make()")
 
@@ -132,13 +138,21 @@ class Tuning:
         trace = self.sched.trace.to_json()  # the schedule it tunes, replayable without its code (stored_plan)
         if study.user_attrs.get("trace") != trace:
             study.set_user_attr("trace", trace)
+        device = _study._device_name()
+        if study.user_attrs.get("device") != device:  # the learned model fits on the trials of one device
+            study.set_user_attr("device", device)
+        if self.cost_model == "learned":
+            self.model = learned.from_storage(store, device, exclude=name)
+        model_text = self.model.describe() if self.model is not None else "the analytic cost model"
+        if study.user_attrs.get("cost_model") != model_text:
+            study.set_user_attr("cost_model", model_text)
         # The process that creates the study seeds it (and a coordinating process seeds an empty one).
         # Not a worker on SQLite: leave seeding to the coordinating process there.
         # A grid (the whole space fits the trials) visits every config: seeds would only measure some twice.
         if (created or not worker) and not study.trials and not (worker and url.startswith("sqlite")) and not self.grid:
             count = _study._seed_count(self.seeds, self.trials)
-            for cfg in _study.seed_configs(self.sched, self.space, self.mix, count):
-                study.enqueue_trial(cfg, user_attrs={"seed": "cost model"}, skip_if_exists=True)
+            for cfg in _study.seed_configs(self.sched, self.space, self.mix, count, self.model):
+                study.enqueue_trial(cfg, user_attrs={"seed": self.seed_label}, skip_if_exists=True)
         self.study = study
         return study
 
@@ -239,10 +253,11 @@ class Tuning:
             if waiting:
                 return
             if not self.untried_order:
-                self.untried_order.extend(_study.seed_configs(self.sched, self.space, self.mix, self.space.size))
+                self.untried_order.extend(_study.seed_configs(self.sched, self.space, self.mix, self.space.size,
+                                                              self.model))
             for cfg in self.untried_order:
                 if _study._config_key(cfg) not in tried:
-                    self.study.enqueue_trial(cfg, user_attrs={"seed": "cost model", "after_repeat": after.number})
+                    self.study.enqueue_trial(cfg, user_attrs={"seed": self.seed_label, "after_repeat": after.number})
                     return
             self.exhausted = True
 
@@ -283,7 +298,18 @@ class Tuning:
         times = {k: float(times[k]) for k in self.keys}
         trial.set_user_attr("times", times)
         trial.set_user_attr("measure_s", time.perf_counter() - t0)
+        trial.set_user_attr("features", self.features(cfg))
         return sum(w * times[ShapeMix.key(s)] for s, w in self.mix)
+
+    @property
+    def seed_label(self) -> str:
+        """How a seeded trial says who ranked it (`trial_rows`' note)."""
+        return "learned model" if self.model is not None else "cost model"
+
+    def features(self, cfg) -> dict:
+        """The learned model's inputs for `cfg` at every shape of the mix (stored on its trial)."""
+        analysis = analysis_for(self.sched, cfg)
+        return {ShapeMix.key(s): learned.features(terms(self.sched, cfg, s, analysis)) for s, _ in self.mix}
 
     def objective(self, trial) -> float:
         """One trial: its config's weighted time, copied from a trial of the same config or measured."""

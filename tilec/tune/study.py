@@ -66,7 +66,8 @@ from tilec.runtime import triton_compat
 from tilec.runtime.kernel import Kernel
 from tilec.schedule.schedule import Schedule
 from tilec.schedule.trace import Trace, replay
-from tilec.tune.cost import analysis_for, estimate
+from tilec.tune import learned
+from tilec.tune.cost import analysis_for, combine, terms
 from tilec.tune.measure import random_inputs
 from tilec.tune.mix import ShapeMix
 from tilec.tune.plans import describe, options
@@ -467,18 +468,20 @@ class Tuned:
         return write_report(self, path)
 
 
-def seed_configs(sched, space, mix: ShapeMix, n: int) -> list[dict]:
+def seed_configs(sched, space, mix: ShapeMix, n: int, model=None) -> list[dict]:
     """The cost model's `n` seeds: in turn for each shape of the mix (heaviest first), its best-ranked
     feasible config not yet taken whose estimate differs from those taken for that shape by over 1%:
     each shape's plan gets its own candidates, and not eight variants of one tile the model cannot tell
-    apart."""
+    apart. The estimate is the analytic one (cost.py), corrected by `model` (a `learned.LearnedModel`)
+    where one is given."""
     feasible = [c for c in space.configs() if space.feasible(c).ok]
     shapes = sorted(mix, key=lambda sw: -sw[1])
     ests = [{} for _ in shapes]
     for c in feasible:  # one analysis per config, for every shape
         analysis = analysis_for(sched, c)
         for k, (shape, _) in enumerate(shapes):
-            ests[k][id(c)] = estimate(sched, c, shape, analysis)
+            x = terms(sched, c, shape, analysis)
+            ests[k][id(c)] = combine(x) if model is None else math.exp(model.score(learned.features(x)))
     ranked = [(sorted(feasible, key=lambda c, est=est: est[id(c)]), est) for est in ests]
     out, taken = [], [[] for _ in shapes]
     pos = [0] * len(shapes)
@@ -541,7 +544,7 @@ def tune(sched: Schedule, mix: ShapeMix, trials: int = 64, *, args: Sequence[Ten
          seed: int = 0, seeds: int = 8, study_name: str | None = None, worker: bool = False,
          shared_limit: int | None = None, heartbeat: int = 2, progress: bool | None = None, jobs: int | None = None,
          timeout: float = DEFAULT_TIMEOUT, recipe: str | None = None,
-         gpus: str | int | Sequence[int] | None = None) -> Tuned | None:
+         gpus: str | int | Sequence[int] | None = None, cost_model: str = "learned") -> Tuned | None:
     """Tune `sched`'s knobs for `mix` (the module docstring says how) and pick a plan; returns a `Tuned`.
 
     Each config is built, checked against `reference` on every shape of the mix and timed there (objective:
@@ -577,6 +580,9 @@ def tune(sched: Schedule, mix: ShapeMix, trials: int = 64, *, args: Sequence[Ten
             on a GPU, workers start from it in fresh processes (else tuning is not isolated).
         gpus: "all", a number N, or GPU indices ("0,1"): first one worker process per GPU on the study
             (CUDA_VISIBLE_DEVICES), then plan here (needs `recipe`; without a GPU, N workers on the CPU).
+        cost_model: what ranks the seeds: "learned" (the default: the analytic model corrected by a model
+            fitted on this device's other studies in `storage`, used only where it orders their configs better
+            than the analytic one; `learned.py`) or "analytic" (cost.py alone).
 
     Returns:
         The `Tuned` plan (call it like a Kernel), or None with `worker=True`.
@@ -621,7 +627,8 @@ def tune(sched: Schedule, mix: ShapeMix, trials: int = 64, *, args: Sequence[Ten
                                 f"{given[0]}")
     run = Tuning(sched, mix, trials, args=args, reference=reference, storage=storage, expected_calls=expected_calls,
                  timer=timer, seed=seed, seeds=seeds, study_name=study_name, worker=worker, shared_limit=shared_limit,
-                 heartbeat=heartbeat, progress=progress, jobs=jobs, timeout=timeout, recipe=recipe)
+                 heartbeat=heartbeat, progress=progress, jobs=jobs, timeout=timeout, recipe=recipe,
+                 cost_model=cost_model)
     if gpus is not None:  # one worker per GPU on the shared study first; this process then tops up and plans
         _run_gpu_workers(gpus, recipe, worker, mix, trials, run.url, run.name, run.jobs, timeout)
     run.start()  # called here, so that its warnings point at the caller of tc.tune
