@@ -116,3 +116,16 @@ def test_a_cost_model_that_is_not_one_is_refused(tmp_path):
     with pytest.raises(tc.ArgumentError, match=r"cost_model must be 'learned' .* or 'analytic', got 'xgboost'"):
         tc.tune(s, tc.ShapeMix([({"M": 3, "N": 50}, 1)]), trials=2, args=args, storage=f"sqlite:///{tmp_path / 'x.db'}",
                 jobs=0, cost_model="xgboost")
+
+
+def test_a_tie_in_the_analytic_estimate_counts_half():
+    """The analytic model gives many configs one estimate (a block size that changes no traffic): such pairs order
+    neither way, so they count half, and the learned model must beat 50% there, not 0%."""
+    rng = np.random.default_rng(2)
+    studies = []
+    for _ in range(3):
+        (x, y), = _study(rng, 12, 1.0)
+        x[:, 0] = -12.0                      # every config estimated alike
+        studies.append([(x, y - y.mean())])
+    model = learned.fit(studies)
+    assert model is not None and model.analytic_accuracy == pytest.approx(0.5) and model.accuracy > 0.65

@@ -12,6 +12,8 @@ stage it may concern (as `tilec/lower/passes.py` lists the passes):
    `fuse_rows`: an elementwise stage that reads per-row values at its leading axes (softmax's Y of mx[r] and
    den[r]; a norm's rstd[r], an output too, and the sum it reads) runs a program per row, those values
    computed at the row: one kernel;
+   `fuse_scores`: an online sum whose scores are a contraction read only by it and its statistics
+   (attention's O over S) computes them in its loop over key tiles: FlashAttention, one kernel;
 3. `fuse_epilogue`: a reduction read elementwise at its own position by one elementwise root stage (GEMM then
    SiLU, a row sum then a scale) is computed in that stage's tile loop: one kernel, the epilogue on the tile
    (tiled as rule 4 tiles a contraction);
@@ -20,7 +22,11 @@ stage it may concern (as `tilec/lower/passes.py` lists the passes):
    (a plain GEMM's in grouped order, a GROUP_M knob), pipelined loads, warps;
 5. `tile_reduction`: another reduction (an online loop's target too): a tile of its last spatial axis and of
    its reduce axis (knobs), the outer axes on the grid;
-6. `tile_elementwise`: an elementwise root (or a scatter): its last axis tiled (a knob), the others on the grid.
+6. `tile_elementwise`: an elementwise root (or a scatter): its last axis tiled (a knob), the others on the grid
+   (a small last axis that is a number, such as a head dimension, one tile, the axis before it in ROWS).
+
+`online_statistics` is tried on consumers first (`CONSUMERS_FIRST`), so that attention's O takes both its
+statistics before l would take m alone.
 
 Every primitive is checked by isl as a hand-written one is; a rule whose primitives are refused, or after
 which the schedule no longer lowers at its knobs' first choices, is undone (`_attempt`): the stage keeps what
@@ -33,7 +39,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from tilec.errors import ArgumentError, TilecError
-from tilec.ir.expr import Binary, Cast, Load, Reduce, walk
+from tilec.ir.expr import Binary, Cast, Const, Load, Reduce, walk
 from tilec.ir.knob import Knob, knob
 from tilec.ir.tensor import Tensor
 from tilec.schedule.schedule import Schedule, Stage, create_schedule
@@ -81,7 +87,7 @@ def _is_contraction(t: Tensor) -> bool:
         return False
     k = red.axes[0]
     reads = [n for side in (e.a, e.b) for n in walk(side) if isinstance(n, Load)]
-    return len(reads) >= 2 and all(any(k in walk(i) for i in n.indices) for n in reads[:2])
+    return len(reads) >= 2 and all(any(x is k for i in n.indices for x in walk(i)) for n in reads[:2])
 
 
 def _knob(s: Schedule, stage: Stage, name: str, choices: list[int]) -> Knob:
@@ -106,6 +112,28 @@ def _through_inlined(s: Schedule, t: Tensor) -> list[Tensor]:
     return out
 
 
+def _readers_through_inlined(s: Schedule, t: Tensor) -> list[Stage]:
+    """The stages that read `t`, looking through the stages inlined into them (softmax's P = exp(S - m) / l,
+    inlined: its readers read S)."""
+    out = []
+    for r in _readers(s, t):
+        if r.attach == "inline":
+            out += [x for x in _readers_through_inlined(s, r.tensor) if x not in out]
+        elif r not in out:
+            out.append(r)
+    return out
+
+
+def _same(indices, axes) -> bool:
+    """Whether a read's indices are exactly `axes`, one by one (by identity: `==` on expressions builds one)."""
+    return len(indices) == len(axes) and all(a is b for a, b in zip(indices, axes))
+
+
+def _const(extent) -> int | None:
+    """An axis extent that is a number (attention's head dimension), else None."""
+    return int(extent.value) if isinstance(extent, Const) and isinstance(extent.value, int) else None
+
+
 # -- the rules ---------------------------------------------------------------------------------------------
 
 def inline_elementwise(s: Schedule, st: Stage) -> bool:
@@ -117,8 +145,11 @@ def inline_elementwise(s: Schedule, st: Stage) -> bool:
 
 
 def online_statistics(s: Schedule, st: Stage) -> bool:
+    """A sum that reads a max (through inlined stages) carries it, and the sums of the same exponentials it reads,
+    in its own loop. Tried on consumers first (`CONSUMERS_FIRST`): attention's O takes m and l, before l
+    would take m alone and leave O a third pass."""
     t = st.tensor
-    if _kind(t) != "reduction" or t.body.op != "sum" or st.online_stats:
+    if _kind(t) not in ("reduction", "contraction") or t.body.op != "sum" or st.online_stats or _statistic(s, st):
         return False
     reads = _through_inlined(s, t)
     maxes = [p for p in reads if isinstance(p.body, Reduce) and p.body.op == "max"]
@@ -147,7 +178,7 @@ def _row_stages(s: Schedule, st: Stage) -> list[Stage]:
                 continue
             reads = [n for n in q.tensor.loads() if n.tensor is p]
             own = list(q.tensor.axis)
-            if not reads or not all(len(n.indices) == len(p.axis) and list(n.indices) == own[:len(n.indices)]
+            if not reads or not all(len(n.indices) == len(p.axis) and _same(n.indices, own[:len(n.indices)])
                                     for n in reads):
                 continue
             if q is st and len(p.axis) >= len(own) and not (p in s.outputs and _kind(p) == "elementwise"):
@@ -193,6 +224,40 @@ def _statistic(s: Schedule, st: Stage) -> bool:
     return any(st in other.online_stats for other in s.stages.values())
 
 
+def fuse_scores(s: Schedule, st: Stage) -> bool:
+    """FlashAttention's shape: an online sum of products O (O = sum_j P[.., i, j] * V[j, e], P = exp(S - m) / l
+    inlined) whose scores S, a contraction read only by O and O's statistics, are computed in O's loop over
+    tiles of j: O's rows (i: BM) and its last axis (e: whole where it is a number, the head dimension) a
+    program, j in tiles of BN, pipelined; S's own reduction (over the head dimension) in one tile where it
+    is a number. One kernel, no score matrix in memory."""
+    t = st.tensor
+    if (not isinstance(t.body, Reduce) or t.body.op != "sum" or len(t.body.axes) != 1 or len(t.axis) < 2
+            or not st.online_stats or st.attach is not None or not _only_online(s, st)):
+        return False
+    group = {st.name, *(x.name for x in st.online_stats)}
+    scores = [p for p in _through_inlined(s, t) if _kind(p) == "contraction" and s.stages[p.name].attach is None
+              and not s.stages[p.name].touched and {r.name for r in _readers_through_inlined(s, p)} <= group
+              and len(p.axis) == len(t.axis) and str(p.axis[-1].extent) == str(t.reduce_axis[0].extent)]
+    if len(scores) != 1:
+        return False
+    sc = s.stages[scores[0].name]
+    *outer, i, e = list(t.axis)
+    (j,) = t.reduce_axis
+    io, ii = st.split(i, _knob(s, st, "BM", [64, 128, 16]))
+    width = _const(e.extent)
+    eo, ei = st.split(e, width if width is not None and width <= 256 else _knob(s, st, "BE", [64, 128, 32]))
+    jo, ji = st.split(j, _knob(s, st, "BN", [64, 32, 128]))
+    st.reorder(*outer, io, eo, jo, ii, ei, ji)
+    _grid(st, [*outer, io, eo])
+    st.pipeline(jo, _knob(s, st, "stages", [3, 2, 4]))
+    st.num_warps(_knob(s, st, "warps", [4, 8]))
+    (dd,) = sc.tensor.reduce_axis[-1:]
+    depth = _const(dd.extent)
+    sc.split(dd, depth if depth is not None and depth <= 256 else _knob(s, sc, "BK", [64, 32, 128]))
+    sc.compute_at(st, jo)
+    return True
+
+
 def fuse_epilogue(s: Schedule, st: Stage) -> bool:
     """Place a reduction in the tile loop of its one elementwise reader (which `tile_elementwise` tiles first)."""
     t = st.tensor
@@ -205,7 +270,7 @@ def fuse_epilogue(s: Schedule, st: Stage) -> bool:
     if len(y.tensor.axis) != len(t.axis):
         return False
     reads = [n for n in walk(y.tensor.body) if isinstance(n, Load) and n.tensor is t]
-    if not reads or any(list(n.indices) != list(y.tensor.axis) for n in reads):
+    if not reads or not all(_same(n.indices, y.tensor.axis) for n in reads):
         return False
     if any(st2.online_stats and t in [x.tensor for x in st2.online_stats] for st2 in s.stages.values()):
         return False
@@ -308,15 +373,29 @@ def tile_reduction(s: Schedule, st: Stage) -> bool:
 
 
 def tile_elementwise(s: Schedule, st: Stage) -> bool:
+    """An elementwise root (or a scatter): its last axis in BLOCK tiles, the others on the grid; where the last
+    axis is a small number (RoPE's head dimension, 64), it is one tile and the axis before it is split in ROWS
+    so that a program still holds about 1024 elements."""
     t = st.tensor
     if _kind(t) not in ("elementwise", "scatter") or st.attach is not None or st.touched:
         return False
-    _tile_rows(s, st)
+    width = _const(t.axis[-1].extent) if len(t.axis) >= 2 else None
+    if width is None or width >= 512:
+        _tile_rows(s, st)
+        return True
+    *outer, prev, last = list(t.axis)
+    tile = 1 << max(0, (width - 1).bit_length())  # the next power of two
+    rows = sorted({max(1, n // tile) for n in (1024, 256, 4096)}, key=[1024 // tile, 256 // tile, 4096 // tile].index)
+    po, pi = st.split(prev, _knob(s, st, "ROWS", rows))
+    lo, li = st.split(last, tile)
+    st.reorder(*outer, po, lo, pi, li)
+    _grid(st, [*outer, po, lo])
     return True
 
 
-RULES: list[Callable[[Schedule, Stage], bool]] = [inline_elementwise, online_statistics, fuse_rows, fuse_epilogue,
-                                                  tile_contraction, tile_reduction, tile_elementwise]
+RULES: list[Callable[[Schedule, Stage], bool]] = [inline_elementwise, online_statistics, fuse_rows, fuse_scores,
+                                                  fuse_epilogue, tile_contraction, tile_reduction, tile_elementwise]
+CONSUMERS_FIRST = {online_statistics}  # rules tried on the stages in reverse order (readers before producers)
 
 
 def auto_schedule(*outputs: Tensor | Sequence[Tensor]) -> Schedule:
@@ -350,7 +429,7 @@ def auto_schedule(*outputs: Tensor | Sequence[Tensor]) -> Schedule:
         raise ArgumentError(f"auto_schedule: expected the computed tensors to store, got {outs!r}")
     s = create_schedule(outs)
     for rule in RULES:
-        for name in list(s.stages):
+        for name in (reversed(list(s.stages)) if rule in CONSUMERS_FIRST else list(s.stages)):
             st = s.stages[name]
             if st.kind == "compute":
                 _attempt(s, lambda rule=rule, st=st: rule(s, st))

@@ -103,13 +103,15 @@ def _correction(x, w, mean, scale):
     return np.clip(((x - mean) / scale) @ w, -CLIP, CLIP)
 
 
-def _pairs_right(groups, score) -> tuple[int, int]:
-    """Pairs of configs within a group whose measured order `score` gets right, and all such pairs."""
-    right = total = 0
+def _pairs_right(groups, score) -> tuple[float, int]:
+    """Pairs of configs within a group whose measured order `score` gets right (a tie in the score counts half:
+    the analytic model ties many configs, and a tie orders neither way), and all pairs measured apart."""
+    right, total = 0.0, 0
     for x, y in groups:
         s, i, j = score(x), *np.triu_indices(len(y), 1)
         differ = y[i] != y[j]
-        right += int((((s[i] - s[j]) * (y[i] - y[j])) > 0)[differ].sum())
+        agree = (s[i] - s[j]) * (y[i] - y[j])
+        right += float((agree > 0)[differ].sum()) + 0.5 * float((s[i] == s[j])[differ].sum())
         total += int(differ.sum())
     return right, total
 
@@ -138,7 +140,7 @@ class LearnedModel:
 
 def fit(studies: list[list[tuple[np.ndarray, np.ndarray]]]) -> LearnedModel | None:
     """The model fitted on `studies` (each a list of `groups_of`), or None where there is too little data or
-    it does not order held-out studies better than the analytic estimate."""
+    it does not order held-out studies better than the analytic estimate (pairwise, ties half)."""
     studies = [g for g in studies if g]
     groups = [g for gs in studies for g in gs]
     n = sum(len(y) for _, y in groups)
