@@ -230,3 +230,28 @@ def test_study_names_did_not_change_with_the_rebuild():
     s, args = importlib.import_module("matmul_silu").make()
     mix = tc.ShapeMix([({"M": 256}, 8), ({"M": 2048}, 1)], fixed={"K": 4096, "N": 12288})
     assert study_key(s, mix, args, 232448) == "tilec-8a05f29c54d096f6"
+
+
+def test_a_gemm_without_caches_costs_more_in_small_tiles():
+    """An auto-scheduled GEMM has no cache_read, so its operands' traffic came from no footprint and the estimate
+    did not depend on the tile: 32 x 32 tiles ranked first (more programs, fuller waves), 2-4x slower on an
+    H100 (issue 27). Now A is read once per tile of j and W once per tile of i."""
+    M, N, K = tc.size_vars("M N K")
+    A = tc.placeholder((M, K), "float16", name="A")
+    W = tc.placeholder((K, N), "float16", name="W")
+    k = tc.reduce_axis(K, name="k")
+    C = tc.compute((M, N), lambda i, j: tc.sum(A[i, k] * W[k, j], axis=k), name="C", dtype="float32")
+    Y = tc.compute((M, N), lambda i, j: tc.silu(C[i, j]), name="Y", dtype="float16")
+    s = tc.auto_schedule(Y)
+    base = {n: kn.choices[0] for n, kn in s.knobs.items()}
+    big = {"M": 8192, "N": 8192, "K": 8192}
+    t32 = estimate(s, {**base, "Y_BM": 32, "Y_BN": 32}, big)
+    t128 = estimate(s, {**base, "Y_BM": 128, "Y_BN": 128}, big)
+    assert t128 < t32 / 2
+    # the operands' bytes: M N K (1/BN + 1/BM) * 2 bytes, plus Y's store
+    traffic = 8192 ** 3 * (1 / 128 + 1 / 128) * 2 + 8192 ** 2 * 2
+    assert t128 >= traffic / 4.25e12
+    # a tile past the axis covers the axis: at M = 32, BM = 128 reads W as often as BM = 32 (once), so the
+    # larger tile gains no traffic (before the cap, it seemed to read W a quarter as often)
+    small = {"M": 32, "N": 4096, "K": 4096}
+    assert estimate(s, {**base, "Y_BM": 128}, small) >= estimate(s, {**base, "Y_BM": 32}, small) * 0.99

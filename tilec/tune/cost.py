@@ -13,7 +13,7 @@ from __future__ import annotations
 import weakref
 
 from tilec.ir.dtypes import itemsize
-from tilec.ir.expr import evaluate
+from tilec.ir.expr import Binary, Cast, Load, Reduce, evaluate, walk
 from tilec.ir.knob import factor_value
 from tilec.plan.analysis import Analysis
 from tilec.plan.placement import halo_work
@@ -85,8 +85,10 @@ def terms(sched, config: dict, shape: dict, analysis: Analysis | None = None) ->
             trips = _prod(evaluate(a.extent, env) for a in p.layout.loops[: level + 1])
             nbytes += f.bytes * programs * trips
             cached.add(f.tensor)
+    operand_bytes, read = _operand_traffic(plan, env, cached)
+    nbytes += operand_bytes
     for t in sched.placeholders:
-        if t.name not in cached:
+        if t.name not in cached and t.name not in read:
             nbytes += _prod(evaluate(e, env) for e in t.shape) * itemsize(t.dtype)
     programs = max((_prod(evaluate(a.extent, env) for a in r.layout.grid) for r in plan.kernels), default=1)
     waves = -(-programs // SMS)
@@ -105,6 +107,61 @@ def terms(sched, config: dict, shape: dict, analysis: Analysis | None = None) ->
         "grouped": any(isinstance(r, Fuse) and r.group is not None and factor_value(r.group, config) > 1
                        for st in sched.stages.values() for r in st.relations),
     }
+
+
+def _coverage(root, env) -> dict:
+    """Per original axis of a kernel's root stage, the extent one program covers: its tiles and serial loops
+    (the grid's leaves cover one block each), at most the axis."""
+    lay = root.layout
+    cov = {a: 1 for a in root.stage.tensor.axis}
+    for leaf in lay.leaves:
+        kind = lay.kind[leaf]
+        if kind == "grid":
+            continue
+        n = lay.tile_extent[leaf] if kind == "tile" else evaluate(leaf.extent, env)
+        for a in lay.origin[leaf]:
+            if a in cov:
+                cov[a] *= n
+    return {a: min(c, evaluate(a.extent, env)) for a, c in cov.items()}  # a tile past the axis covers the axis
+
+
+def _dot_operands(t) -> list | None:
+    """The two loads of a sum of products over one reduce axis (tl.dot's shape), else None."""
+    red = t.body
+    if not isinstance(red, Reduce) or red.op != "sum" or len(red.axes) != 1:
+        return None
+    e = red.body
+    while isinstance(e, Cast):
+        e = e.a
+    if not (isinstance(e, Binary) and e.op == "*"):
+        return None
+    loads = [n for side in (e.a, e.b) for n in walk(side) if isinstance(n, Load)]
+    return loads if len(loads) == 2 else None
+
+
+def _operand_traffic(plan, env, cached) -> tuple[float, set]:
+    """Bytes read by the operands of tl.dot-shaped stages that no cache holds: each program reads its rows of A
+    and columns of W once per tile loop, so A (which does not depend on j) is read again for every program
+    along j, N / BN times in all. Without this a GEMM's tile sizes changed no traffic, and the smallest tiles
+    (more programs, better waves) ranked first (an H100 run's seeds at 32 x 32 were 2-4x slower: issue 27).
+    Returns the bytes and the placeholders counted here (not counted again as read once)."""
+    total, read = 0.0, set()
+    for p in plan.placed.values():
+        t = p.stage.tensor
+        loads = _dot_operands(t)
+        if loads is None or any(n.tensor.name in cached or not n.tensor.is_placeholder for n in loads):
+            continue
+        root = p
+        while root.target is not None:
+            root = root.target
+        cov = _coverage(root, env)
+        points = _prod(evaluate(a.extent, env) for a in (*t.axis, *t.reduce_axis))
+        for n in loads:
+            uses = {id(x) for i in n.indices for x in walk(i)}
+            reuse = _prod(cov.get(p.bound.get(a, a), 1) for a in t.axis if id(a) not in uses)
+            total += points / max(reuse, 1) * itemsize(n.tensor.dtype)
+            read.add(n.tensor.name)
+    return total, read
 
 
 def estimate(sched, config: dict, shape: dict, analysis: Analysis | None = None) -> float:
