@@ -184,13 +184,33 @@ def test_attention_is_one_kernel_with_the_scores_in_its_loop():
     over key tiles, as the hand FlashAttention schedules (H100, issue 27: 0.07x and 0.12x the hand schedules while
     S was a kernel of its own). The decode kernels' S read K through a block table: their reads compare by
     identity (an `==` on expressions had made every rule on them fail)."""
-    for name, out in (("flash_attention", "O"), ("gqa_decode_attention", "O"), ("paged_decode_attention", "out")):
+    for name, out in (("flash_attention", "O"), ("gqa_decode_attention", "O"), ("paged_decode_attention", "out"),
+                      ("varlen_decode_attention", "out")):
         mod = importlib.import_module(f"suite.{name}")
         s0, _ = mod.make(False)
         s = tc.auto_schedule(list(s0.outputs))
         (kernel,) = tc.lower(s).kernels
         assert "S" in kernel.stages and {"m", "l"} <= set(kernel.stages), (name, kernel.stages)
         assert [x.name for x in s[out].online_stats] == ["m", "l"] and f"{out}_BN" in s.knobs
+
+
+@pytest.mark.slow
+def test_a_rule_that_does_not_lower_at_its_guesses_is_tried_with_small_tiles_and_undone_rules_say_why():
+    """varlen decode attention's scores are no tl.dot (K is read at h // G): at the first guesses (64 x 64 x 64)
+    the 3-d tile is past what Triton compiles, so fuse_scores is tried again with each knob's smallest choice
+    first (one kernel). A rule undone for good is listed with its reason (`s.auto_undone`): in the whole suite,
+    only refusals of the schedule itself, never an error of the rules' own code."""
+    mod = importlib.import_module("suite.varlen_decode_attention")
+    s0, _ = mod.make(False)
+    s = tc.auto_schedule(list(s0.outputs))
+    assert s.knobs["out_BM"].choices[0] == 16 and s.knobs["out_BN"].choices[0] == 32
+    undone = []
+    for name in suite.NAMES:
+        m = importlib.import_module(f"suite.{name}")
+        sm = tc.auto_schedule(list(m.make(False)[0].outputs))
+        undone += [f"{name}: {u}" for u in sm.auto_undone]
+    assert all("IllegalScheduleError" in u or "LoweringError" in u for u in undone), undone
+    assert not any("truth value" in u for u in undone), undone
 
 
 def test_a_small_last_axis_is_one_tile_and_rows_fill_the_program():

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from tilec.errors import ArgumentError, TilecError
+from tilec.errors import ArgumentError, LoweringError, TilecError
 from tilec.ir.expr import Binary, Cast, Const, Load, Reduce, walk
 from tilec.ir.knob import Knob, knob
 from tilec.ir.tensor import Tensor
@@ -47,21 +47,49 @@ from tilec.schedule.state import LOOPS
 from tilec.schedule.trace import KnobRef, Step, Trace
 
 
-def _attempt(s: Schedule, fn: Callable[[], bool]) -> bool:
+def _attempt(s: Schedule, fn: Callable[[], bool], undone: list | None = None, label: str = "") -> bool:
     """Run one rule's primitives; undo them all (the trace is the state) if one is refused or the schedule
-    stops lowering at the knobs' first choices."""
+    stops lowering at the knobs' first choices, and say why in `undone` ("rule(stage): reason"). A rule whose
+    schedule is legal but does not lower (a tile too large for Triton at its guesses) is tried once more with
+    every new knob's choices smallest first."""
     from tilec.lower.program import lower
 
     mark = len(s._steps)
     try:
-        if not fn():
-            s._drop(mark)
+        if _attempt_once(s, fn, lower):
+            return True
+        return False
+    except LoweringError as e:
+        s._drop(mark)
+        _SMALLEST_FIRST[0] = True
+        try:
+            if _attempt_once(s, fn, lower):
+                return True
             return False
-        lower(s)
-        return True
-    except TilecError:
+        except TilecError as e2:
+            s._drop(mark)
+            if undone is not None:
+                undone.append(f"{label}: {type(e2).__name__}: {' '.join(str(e2).split())[:300]} (and at its "
+                              f"guesses: {' '.join(str(e).split())[:200]})")
+            return False
+        finally:
+            _SMALLEST_FIRST[0] = False
+    except TilecError as e:
+        s._drop(mark)
+        if undone is not None:
+            undone.append(f"{label}: {type(e).__name__}: {' '.join(str(e).split())[:300]}")
+        return False
+
+
+def _attempt_once(s: Schedule, fn: Callable[[], bool], lower) -> bool:
+    """One try of a rule: False (nothing kept) where it does not apply; an error where it fails."""
+
+    mark = len(s._steps)
+    if not fn():
         s._drop(mark)
         return False
+    lower(s)
+    return True
 
 
 def _kind(t: Tensor) -> str:
@@ -90,10 +118,16 @@ def _is_contraction(t: Tensor) -> bool:
     return len(reads) >= 2 and all(any(x is k for i in n.indices for x in walk(i)) for n in reads[:2])
 
 
+_SMALLEST_FIRST = [False]  # set while a rule is tried again after its guesses did not lower (auto_schedule)
+
+
 def _knob(s: Schedule, stage: Stage, name: str, choices: list[int]) -> Knob:
-    """A knob named after its stage (one name per stage and role), declared once."""
+    """A knob named after its stage (one name per stage and role), declared once; its choices smallest first
+    when a rule is tried again because its first guesses made a tile Triton cannot take."""
     full = f"{stage.name}_{name}"
-    return s.knobs[full] if full in s.knobs else knob(full, choices)
+    if full in s.knobs:
+        return s.knobs[full]
+    return knob(full, sorted(choices) if _SMALLEST_FIRST[0] else choices)
 
 
 def _readers(s: Schedule, t: Tensor) -> list[Stage]:
@@ -409,7 +443,8 @@ def auto_schedule(*outputs: Tensor | Sequence[Tensor]) -> Schedule:
         *outputs: the computed tensors to store (or one list of them).
 
     Returns:
-        The `Schedule` (`s.trace` holds what the rules did).
+        The `Schedule` (`s.trace` holds what the rules did; `s.auto_undone` lists each rule that began on a
+        stage and was undone, "rule(stage): the error that refused it").
 
     Raises:
         ArgumentError: no outputs, or something other than computed tensors.
@@ -428,11 +463,13 @@ def auto_schedule(*outputs: Tensor | Sequence[Tensor]) -> Schedule:
     if not outs or not all(isinstance(t, Tensor) and not t.is_placeholder for t in outs):
         raise ArgumentError(f"auto_schedule: expected the computed tensors to store, got {outs!r}")
     s = create_schedule(outs)
+    undone: list[str] = []
     for rule in RULES:
         for name in (reversed(list(s.stages)) if rule in CONSUMERS_FIRST else list(s.stages)):
             st = s.stages[name]
             if st.kind == "compute":
-                _attempt(s, lambda rule=rule, st=st: rule(s, st))
+                _attempt(s, lambda rule=rule, st=st: rule(s, st), undone, f"{rule.__name__}({name})")
+    s.auto_undone = undone  # the rules that applied to a stage and were undone, with the reason
     return s
 
 
