@@ -40,7 +40,11 @@ def main(argv=None) -> int:
     ap.add_argument("--quiet", action="store_true", help="do not log each failure as it happens")
     ap.add_argument("--family", default=None, choices=["elementwise", "reduce", "gemm", "norm", "random", "online",
                                                         "scan", "scatter"], help="draw every case from this family")
+    ap.add_argument("--auto", action="store_true", help="schedule each case's compute with tc.auto_schedule (at a "
+                    "random config of its knobs) instead of the generated schedule")
     a = ap.parse_args(argv)
+    if a.auto:  # read by tests/fuzz/gen.py in every worker
+        os.environ["TILEC_FUZZ_AUTO"] = "1"
     if a.family:  # read by tests/fuzz/gen.py in every worker (the same seed then gives another case)
         os.environ["TILEC_FUZZ_FAMILY"] = a.family
     os.chdir(ROOT)

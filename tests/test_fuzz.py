@@ -438,3 +438,21 @@ def test_scatter_family_cases():
     ref = oracle.Oracle({"N": 40}, {"x": xv}).tensor(count)
     assert torch.equal(ref.val, torch.bincount(xv, minlength=3).to(torch.int64))
     assert oracle.compare("count", wrong(xv), ref)  # the stores' counts (0 or 1) are flagged
+
+
+def test_the_auto_variant_schedules_a_case_with_auto_schedule_and_checks_it():
+    """scripts/fuzz.py --auto: a generated compute scheduled by tc.auto_schedule at a random config of its knobs,
+    run against the oracle like any case (issue 27; campaign figures in the closing notes)."""
+    from tests.fuzz.run import execute
+
+    seen = set()
+    for seed in range(29200000, 29200006):
+        case, _ = gen.generate(seed)
+        auto, ns = gen.auto_variant(case)
+        assert [x.code for x in auto.sched] == [f"s = tc.auto_schedule([t for t in [{', '.join(case.args)}] "
+                                                f"if not t.is_placeholder])"]
+        assert set(auto.config) == set(ns["s"].knobs) and auto.compute == case.compute
+        out = execute(auto, ns)
+        assert out["status"] in ("correct", "refused", "slow"), out
+        seen.add(out["status"])
+    assert "correct" in seen

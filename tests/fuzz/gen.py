@@ -1795,10 +1795,27 @@ def _attempt(fn):
 
 
 def generate(seed: int, progress=None) -> tuple[Case, dict]:
-    """The case of `seed` and its live namespace (`ns["CASE"]` holds check_kernel's arguments)."""
+    """The case of `seed` and its live namespace (`ns["CASE"]` holds check_kernel's arguments). With
+    TILEC_FUZZ_AUTO=1 (scripts/fuzz.py --auto), the generated schedule is replaced by `tc.auto_schedule`'s at a
+    random config of its knobs (`auto_variant`)."""
     g = Generator(seed, progress)
     case = g.generate()
+    if os.environ.get("TILEC_FUZZ_AUTO") == "1" and case.error is None:
+        return auto_variant(case)
     return case, g.ns
+
+
+def auto_variant(case: Case) -> tuple[Case, dict]:
+    """The same compute, sizes and inputs, scheduled by `tc.auto_schedule` of its outputs, at a config drawn from
+    its knobs with the case's seed."""
+    c = case.copy()
+    # the tensors the case builds with, outputs among them (an intermediate listed there is stored too)
+    c.sched = [Line(f"s = tc.auto_schedule([t for t in [{', '.join(c.args)}] if not t.is_placeholder])")]
+    c.config = {}
+    ns = exec_case(c)
+    rng = random.Random(case.seed * 7919 + 17)
+    c.config = {n: rng.choice(list(k.choices)) for n, k in sorted(ns["s"].knobs.items())}
+    return c, exec_case(c)
 
 
 def exec_case(case: Case) -> dict:
