@@ -39,12 +39,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from tilec.errors import ArgumentError, LoweringError, TilecError
-from tilec.ir.expr import Binary, Cast, Const, Load, Reduce, walk
+from tilec.ir.expr import Const, Load, Reduce, walk
 from tilec.ir.knob import Knob, knob
 from tilec.ir.tensor import Tensor
 from tilec.schedule.schedule import Schedule, Stage, create_schedule
 from tilec.schedule.state import LOOPS
 from tilec.schedule.trace import KnobRef, Step, Trace
+from tilec.tune.cost import product_loads
 
 
 def _attempt(s: Schedule, fn: Callable[[], bool], undone: list | None = None, label: str = "") -> bool:
@@ -55,41 +56,27 @@ def _attempt(s: Schedule, fn: Callable[[], bool], undone: list | None = None, la
     from tilec.lower.program import lower
 
     mark = len(s._steps)
-    try:
-        if _attempt_once(s, fn, lower):
-            return True
-        return False
-    except LoweringError as e:
-        s._drop(mark)
-        _SMALLEST_FIRST[0] = True
+    guesses = None  # the LoweringError at the first guesses, when they are tried again smallest first
+    for smallest in (False, True):
+        _SMALLEST_FIRST[0] = smallest
         try:
-            if _attempt_once(s, fn, lower):
-                return True
-            return False
-        except TilecError as e2:
+            if not fn():
+                s._drop(mark)
+                return False
+            lower(s)
+            return True
+        except TilecError as e:
             s._drop(mark)
+            if isinstance(e, LoweringError) and guesses is None:
+                guesses = e
+                continue
             if undone is not None:
-                undone.append(f"{label}: {type(e2).__name__}: {' '.join(str(e2).split())[:300]} (and at its "
-                              f"guesses: {' '.join(str(e).split())[:200]})")
+                also = f" (and at its guesses: {' '.join(str(guesses).split())[:200]})" if guesses else ""
+                undone.append(f"{label}: {type(e).__name__}: {' '.join(str(e).split())[:300]}{also}")
             return False
         finally:
             _SMALLEST_FIRST[0] = False
-    except TilecError as e:
-        s._drop(mark)
-        if undone is not None:
-            undone.append(f"{label}: {type(e).__name__}: {' '.join(str(e).split())[:300]}")
-        return False
-
-
-def _attempt_once(s: Schedule, fn: Callable[[], bool], lower) -> bool:
-    """One try of a rule: False (nothing kept) where it does not apply; an error where it fails."""
-
-    mark = len(s._steps)
-    if not fn():
-        s._drop(mark)
-        return False
-    lower(s)
-    return True
+    return False
 
 
 def _kind(t: Tensor) -> str:
@@ -105,17 +92,11 @@ def _kind(t: Tensor) -> str:
 def _is_contraction(t: Tensor) -> bool:
     """A sum over one reduce axis of a product of two reads, both reading that axis, with at least two spatial
     axes (a GEMM, a batched GEMM, a convolution as a GEMM): tl.dot's shape."""
-    red = t.body
-    if red.op != "sum" or len(red.axes) != 1 or len(t.axis) < 2:
+    reads = product_loads(t)
+    if reads is None or len(t.axis) < 2 or len(reads) < 2:
         return False
-    e = red.body
-    while isinstance(e, Cast):
-        e = e.a
-    if not (isinstance(e, Binary) and e.op == "*"):
-        return False
-    k = red.axes[0]
-    reads = [n for side in (e.a, e.b) for n in walk(side) if isinstance(n, Load)]
-    return len(reads) >= 2 and all(any(x is k for i in n.indices for x in walk(i)) for n in reads[:2])
+    (k,) = t.body.axes
+    return all(any(x is k for i in n.indices for x in walk(i)) for n in reads[:2])
 
 
 _SMALLEST_FIRST = [False]  # set while a rule is tried again after its guesses did not lower (auto_schedule)

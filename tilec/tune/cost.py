@@ -125,8 +125,10 @@ def _coverage(root, env) -> dict:
     return {a: min(c, evaluate(a.extent, env)) for a, c in cov.items()}  # a tile past the axis covers the axis
 
 
-def _dot_operands(t) -> list | None:
-    """The two loads of a sum of products over one reduce axis (tl.dot's shape), else None."""
+def product_loads(t) -> list | None:
+    """The loads of a sum over one reduce axis of a product (tl.dot's shape when there are two, each reading
+    the reduce axis), in the product's order; None where `t` is no such sum. The auto rules' test of a
+    contraction (auto.py) and the operand traffic below both read it."""
     red = t.body
     if not isinstance(red, Reduce) or red.op != "sum" or len(red.axes) != 1:
         return None
@@ -135,8 +137,7 @@ def _dot_operands(t) -> list | None:
         e = e.a
     if not (isinstance(e, Binary) and e.op == "*"):
         return None
-    loads = [n for side in (e.a, e.b) for n in walk(side) if isinstance(n, Load)]
-    return loads if len(loads) == 2 else None
+    return [n for side in (e.a, e.b) for n in walk(side) if isinstance(n, Load)]
 
 
 def _operand_traffic(plan, env, cached) -> tuple[float, set]:
@@ -148,8 +149,8 @@ def _operand_traffic(plan, env, cached) -> tuple[float, set]:
     total, read = 0.0, set()
     for p in plan.placed.values():
         t = p.stage.tensor
-        loads = _dot_operands(t)
-        if loads is None or any(n.tensor.name in cached or not n.tensor.is_placeholder for n in loads):
+        loads = product_loads(t)
+        if loads is None or len(loads) != 2 or any(n.tensor.name in cached or not n.tensor.is_placeholder for n in loads):
             continue
         root = p
         while root.target is not None:
