@@ -696,7 +696,8 @@ class Generator:
             target = self.placeholder("B", names, self.in_dtype("fi"))
         else:
             target = "(" + ", ".join(out_dims) + ("," if rank == 1 else "") + ")"
-            dt += rng.choice(["", "", ", init=1", ", init=-2"])
+            inits = ["", "", ", init=1", ", init=0"] if dtype == "bool" else ["", "", ", init=1", ", init=-2"]
+            dt += rng.choice(inits)  # a bool output takes 0 or 1 (seed 31000104 drew -2: the fuzzer's error)
         self.compute_line(f"O = tc.scatter({target}, {dom}, {lam}{at}, {lam}{value}, name='O'{dt})")
         self.tensors["O"] = dict(dims=list(names), dtype=self.ns["O"].dtype, kind="compute", red=[], reduce=False)
         if out_dims != list(names) or rng.random() < 0.5:

@@ -184,6 +184,37 @@ def _row_stages(s: Schedule, st: Stage) -> list[Stage]:
     online loop and is not one of them."""
     found: list[Stage] = []
     frontier = [st]
+    while True:
+        _explore_rows(s, st, frontier, found)
+        # an output of st's rows that reads the row's values too (cross-entropy's loss[r] beside dX[r, v]) is
+        # computed at the row as well, and what it reads at its rows with it
+        frontier = [r for f in found for r in _readers_through_inlined(s, f.tensor) if _row_output(s, st, r, found)]
+        if not frontier:
+            break
+        frontier = list(dict.fromkeys(frontier))
+        found += frontier
+    chain = {st.name, *(f.name for f in found)}
+    # every reader of a stage found must be in the chain (else the row's value is needed elsewhere too)
+    while True:
+        keep = [f for f in found if all(r.name in chain for r in _readers_through_inlined(s, f.tensor))]
+        if len(keep) == len(found):
+            order = list(s.stages)  # producers first: a row's sums before the row output that reads them
+            return sorted(found, key=lambda f: order.index(f.name))
+        found = keep
+        chain = {st.name, *(f.name for f in found)}
+
+
+def _row_output(s: Schedule, st: Stage, r: Stage, found: list[Stage]) -> bool:
+    """Whether `r` is an elementwise output, placed nowhere, of one axis fewer than `st` with st's leading extents:
+    a value per row of st, stored as the row is reached."""
+    t = r.tensor
+    return (r is not st and r not in found and t in s.outputs and _kind(t) == "elementwise" and r.attach is None
+            and not r.touched and len(t.axis) == len(st.tensor.axis) - 1
+            and all(str(a.extent) == str(b.extent) for a, b in zip(t.axis, st.tensor.axis)))
+
+
+def _explore_rows(s: Schedule, st: Stage, frontier: list[Stage], found: list[Stage]) -> None:
+    """Add to `found` the stages read once per row from the stages in `frontier` (see `_row_stages`)."""
     while frontier:
         q = frontier.pop()
         for p in _through_inlined(s, q.tensor):
@@ -191,23 +222,42 @@ def _row_stages(s: Schedule, st: Stage) -> list[Stage]:
             if ps in found or ps is st or ps.attach is not None or _kind(p) not in ("reduction", "elementwise") \
                     or _statistic(s, ps) or (p in s.outputs and _kind(p) != "elementwise") or ps.touched and not _only_online(s, ps):
                 continue
-            reads = [n for n in q.tensor.loads() if n.tensor is p]
             own = list(q.tensor.axis)
-            if not reads or not all(len(n.indices) == len(p.axis) and _same(n.indices, own[:len(n.indices)])
-                                    for n in reads):
+            if not _read_at_rows(s, q.tensor, p, own):
                 continue
             if q is st and len(p.axis) >= len(own) and not (p in s.outputs and _kind(p) == "elementwise"):
                 continue  # read at every point of st: not a row's value (but an output stored on the way: below)
             found.append(ps)
             frontier.append(ps)
-    chain = {st.name, *(f.name for f in found)}
-    # every reader of a stage found must be in the chain (else the row's value is needed elsewhere too)
-    while True:
-        keep = [f for f in found if all(r.name in chain for r in _readers(s, f.tensor))]
-        if len(keep) == len(found):
-            return found
-        found = keep
-        chain = {st.name, *(f.name for f in found)}
+
+
+def _read_at_rows(s: Schedule, t: Tensor, p: Tensor, axes: list) -> bool:
+    """Whether every read of `p` by `t`, through the stages inlined into t, is at a prefix of t's `axes` (p[r] in
+    Y[r, c]); a stage inlined counts where t reads it at its own point (cross-entropy's lse[r] = m[r] + log(d[r]),
+    inlined into dX[r, v]: d is read at dX's row)."""
+    seen = False
+    for n in t.loads():
+        if n.tensor is p:
+            if len(n.indices) != len(p.axis) or not _same(n.indices, axes[:len(n.indices)]):
+                return False
+            seen = True
+        elif getattr(s.stages.get(n.tensor.name), "attach", None) == "inline" and p in _through_inlined_all(s, n.tensor):
+            if len(n.indices) != len(n.tensor.axis) or not _same(n.indices, axes[:len(n.indices)]):
+                return False
+            if not _read_at_rows(s, n.tensor, p, list(n.tensor.axis)):
+                return False
+            seen = True
+    return seen
+
+
+def _through_inlined_all(s: Schedule, t: Tensor) -> list[Tensor]:
+    """The tensors `t` reads, looking through inlined stages, those inlined stages included."""
+    out = []
+    for p in t.inputs:
+        out.append(p)
+        if getattr(s.stages.get(p.name), "attach", None) == "inline":
+            out += _through_inlined_all(s, p)
+    return out
 
 
 def fuse_rows(s: Schedule, st: Stage) -> bool:
@@ -224,8 +274,15 @@ def fuse_rows(s: Schedule, st: Stage) -> bool:
     lo, li = st.split(last, _knob(s, st, "BLOCK", [1024, 256, 4096]))
     st.reorder(*outer, lo, li)
     g = _grid(st, outer)
-    for ps in rows:
-        ps.compute_at(st, g)
+    outs = [r for r in rows if _row_output(s, st, r, [])]
+    for ps in sorted(rows, key=lambda r: r not in outs):  # the row outputs placed first, to place at below
+        # a row's sum that only a row output reads (cross-entropy's smoothing sum, read by the loss) is computed
+        # at that output: beside it at the row, the output would read the sum before its loop
+        owner = [r for r in outs if {x.name for x in _readers_through_inlined(s, ps.tensor)} == {r.name}]
+        if owner:
+            ps.compute_at(owner[0], owner[0].tensor.axis[-1])
+        else:
+            ps.compute_at(st, g)
         if _kind(ps.tensor) == "reduction":
             ps.split(ps.tensor.reduce_axis[-1], _knob(s, ps, "BR", [1024, 256, 4096]))
         elif len(ps.tensor.axis) == len(t.axis):  # an output of st's shape (a fused add's sum): stored row by row
@@ -258,7 +315,7 @@ def fuse_scores(s: Schedule, st: Stage) -> bool:
     sc = s.stages[scores[0].name]
     *outer, i, e = list(t.axis)
     (j,) = t.reduce_axis
-    io, ii = st.split(i, _knob(s, st, "BM", [64, 128, 16]))
+    io, ii = st.split(i, _knob(s, st, "BM", [1, 16, 64] if _keys_per_row(sc.tensor) else [64, 128, 16]))
     width = _const(e.extent)
     eo, ei = st.split(e, width if width is not None and width <= 256 else _knob(s, st, "BE", [64, 128, 32]))
     jo, ji = st.split(j, _knob(s, st, "BN", [64, 32, 128]))
@@ -271,6 +328,16 @@ def fuse_scores(s: Schedule, st: Stage) -> bool:
     sc.split(dd, depth if depth is not None and depth <= 256 else _knob(s, sc, "BK", [64, 32, 128]))
     sc.compute_at(st, jo)
     return True
+
+
+def _keys_per_row(scores: Tensor) -> bool:
+    """Whether a scores contraction S[.., i, j] reads its keys at i too (varlen decode's k_cache[c, j, h // G, d]
+    for query head h = i): rows then share no key tile, so a program of one row reads each key once, where a
+    tile of rows would read a key tile per row."""
+    *_, i, j = scores.axis
+    def uses(idx, v):
+        return any(x is v for x in walk(idx))
+    return any(any(uses(x, j) for x in n.indices) and any(uses(x, i) for x in n.indices) for n in scores.loads())
 
 
 def fuse_epilogue(s: Schedule, st: Stage) -> bool:
