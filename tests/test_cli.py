@@ -220,7 +220,7 @@ def test_lower_prints_the_nest_and_the_source(tmp_path, monkeypatch):
     (["lower", "{case}", "--config", "BM=48"], "not one of the choices of knob 'BM'"),
     (["lower", "{case}", "--config", "BM"], "bad --config"),
     (["show", "--storage", "sqlite:///{dir}/none.db", "--study", "nope"], "no study named nope"),
-    (["tune", "{case}"], "required: --mix"),
+    (["tune", "{case}"], "one of the arguments --mix --mix-from is required"),
 ])
 def test_user_errors_exit_2_with_one_line(tmp_path, monkeypatch, argv, message):
     monkeypatch.setattr(sys, "path", list(sys.path))
@@ -461,3 +461,29 @@ def test_tune_auto_emits_the_tuned_schedule_as_code(tmp_path):
     ns = {"tc": tc, "outputs": list(s0.outputs)}
     exec(compile(code, str(emitted), "exec"), ns)
     assert tc.lower(ns["s"]).source().count("tl.dot(") == 1
+
+
+def test_tune_takes_a_recorded_mix_and_saves_the_plan(tmp_path):
+    """`tilec tune FILE --mix-from REC --save PLAN` (issue 28): the mix is the calls a run recorded (tc.record,
+    rec.save), the tuned plan a file that tc.load serves. A recording of several kernels needs --kernel."""
+    case = write_case(tmp_path)
+    rec = tmp_path / "rec.json"
+    rec.write_text(json.dumps({"format": "tilec-recording", "version": 1, "kernels": {
+        "C": [[{"K": 24, "M": 16, "N": 20}, 3], [{"K": 24, "M": 40, "N": 20}, 1]],
+        "tilec::other": [[{"M": 2}, 1]]}}))
+    plan = tmp_path / "plan.json"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(measure, "default_timer", fake_timer)
+        mp.setattr(sys, "path", list(sys.path))
+        rc, out, err = run(["tune", case, "--mix-from", rec, "--trials", 4, "--storage",
+                            f"sqlite:///{tmp_path / 'r.db'}", "--save", plan, "--no-progress"])
+        assert rc == 0, err
+        assert "K=24,M=16,N=20: 0.750" in out and f"plan: {plan}" in out
+        saved = json.loads(plan.read_text())
+        assert saved["format"] == "tilec-plan" and set(saved["configs"]) == {"K=24,M=16,N=20", "K=24,M=40,N=20"}
+        rc, out, err = run(["tune", case, "--mix-from", rec, "--kernel", "other", "--no-progress"])
+        assert rc == 2 and "M=2" not in out and "error:" in err, err
+        rc, out, err = run(["tune", case, "--mix-from", rec, "--fixed", "K=24"])
+        assert rc == 2 and "--fixed goes with --mix" in err
+        rc, out, err = run(["tune", case, *MIX, "--kernel", "C"])
+        assert rc == 2 and "--kernel needs --mix-from" in err

@@ -99,6 +99,31 @@ def parse_config(text: str | None, what: str = "--config", pairs: str = "knob=in
     return out
 
 
+def recorded_mix(path: str, kernel: str | None, sched):
+    """The mix of `--mix-from PATH`: the calls of `kernel`, or of the one kernel recorded, or of the one whose
+    name is the schedule's outputs' (as a Kernel's calls are recorded)."""
+    from tilec.runtime.record import load_recording
+    try:
+        rec = load_recording(path)
+    except TilecError as e:
+        raise UserError(str(e)) from None
+    names = rec.names()
+    if kernel is None:
+        own = "_".join(t.name for t in sched.outputs)
+        ours = [n for n in names if n == own]
+        if len(names) == 1:
+            kernel = names[0]
+        elif len(ours) == 1:
+            kernel = ours[0]
+        else:
+            raise UserError(f"--mix-from {path}: it recorded {len(names)} kernels ({', '.join(names) or 'none'}); "
+                            f"name one with --kernel NAME")
+    try:
+        return rec.mix(kernel)
+    except TilecError as e:
+        raise UserError(f"--mix-from {path}: {e}") from None
+
+
 def check_mix(sched, mix, path: str) -> None:
     """Every shape of the mix must give exactly the schedule's sizes (`ShapeMix.check_sizes`)."""
     try:
@@ -153,12 +178,18 @@ def cmd_tune(a) -> int:
     if a.fresh and a.worker:
         raise UserError("--fresh with --worker would drop the study that the other workers are filling; drop it "
                         "once before starting them: tilec forget FILE --mix ... (or --study NAME)")
-    mix = parse_mix(a.mix, a.fixed)
+    if a.kernel and not a.mix_from:
+        raise UserError("--kernel needs --mix-from")
+    if a.mix_from and a.fixed:
+        raise UserError("--fixed goes with --mix; a recorded mix (--mix-from) holds every size")
+    mix = parse_mix(a.mix, a.fixed) if a.mix else None
     use_interpreter_without_gpu()
     module = load_file(a.file)
     s, args = make_schedule(module, a.file)
     if a.auto:  # the file's computation, scheduled by tc.auto_schedule's rules instead of its make()'s schedule
         s = tc.auto_schedule(list(s.outputs))
+    if mix is None:
+        mix = recorded_mix(a.mix_from, a.kernel, s)
     check_mix(s, mix, a.file)
     reference = _reference(module, a.file)
     storage = _storage(a.storage)
@@ -199,6 +230,8 @@ def cmd_tune(a) -> int:
     print(tuned.plan)
     if a.report:
         print(f"report: {tuned.report(a.report)}")
+    if a.save:
+        print(f"plan: {tuned.save(a.save)} (serve it: tc.load({a.save!r}, outputs))")
     if a.emit_schedule:  # the tuned schedule as code (the most-called shape's config)
         from pathlib import Path
         code = (f"# the tuned schedule of {a.file}'s outputs (define outputs = [...] before this)\n"
@@ -365,7 +398,14 @@ def parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser("tune", help="search a schedule's knobs for a shape mix (an optuna study)")
     t.add_argument("file", metavar="FILE", help="Python file defining make() and reference()")
-    t.add_argument("--mix", required=True, metavar="MIX", help=MIX_HELP)
+    given = t.add_mutually_exclusive_group(required=True)
+    given.add_argument("--mix", metavar="MIX", help=MIX_HELP)
+    given.add_argument("--mix-from", metavar="REC", help="the mix recorded by a run of the program (tc.record(), "
+                       "rec.save(REC)): the calls of the kernel named by --kernel, or of the one recorded kernel, "
+                       "or of the one whose outputs are FILE's")
+    t.add_argument("--kernel", metavar="NAME", help="with --mix-from: the recorded kernel or op to tune for")
+    t.add_argument("--save", metavar="PLAN", help="write the tuned plan to PLAN (JSON) to serve without tuning: "
+                   "tc.load(PLAN, outputs)")
     t.add_argument("--fixed", metavar="SIZES", help=FIXED_HELP)
     t.add_argument("--trials", type=int, default=64, metavar="N",
                    help="configs the study should have measured in all (default 64); repeats of a config and pruned "

@@ -29,6 +29,7 @@ import threading
 import torch
 
 from tilec.errors import ArgumentError, TilecError
+from tilec.runtime import record as _record
 from tilec.runtime import triton_compat
 
 __all__ = ["Graphed", "as_op", "graphed", "registered_ops"]
@@ -134,7 +135,12 @@ def as_op(target, name: str):
         n_out = len(outputs)
 
         def impl(*tensors):
-            out = target(*tensors)
+            if _record.ACTIVE and not _record.inside():  # tc.record: counted once, under the op's name
+                with _record.counted_call():
+                    out = target(*tensors)
+                _record.count(target, qualname, shape_kernel.read_sizes(tensors[:len(inputs)]))
+            else:
+                out = target(*tensors)
             return out if n_out == 1 else tuple(out)
 
         def fake(*tensors):

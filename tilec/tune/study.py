@@ -62,6 +62,7 @@ import torch
 from tilec.errors import ArgumentError
 from tilec.ir.tensor import Tensor
 from tilec.poly.footprint import SHARED_LIMIT
+from tilec.runtime import record as _record
 from tilec.runtime import triton_compat
 from tilec.runtime.kernel import Kernel
 from tilec.schedule.schedule import Schedule
@@ -348,7 +349,20 @@ class Tuned:
         return self._generic[ck]
 
     def __call__(self, *tensors, out=None):
-        return self.kernel_for(tensors[: len(self._inputs)])(*tensors, out=out)
+        if not _record.ACTIVE or _record.inside():
+            return self.kernel_for(tensors[: len(self._inputs)])(*tensors, out=out)
+        key = self._key(tensors[: len(self._inputs)])  # tc.record: this call counted once, as the plan's
+        with _record.counted_call():
+            result = self._kernel_at(key)(*tensors, out=out)
+        _record.count(self, "_".join(t.name for t in self._first.outputs), dict(zip(sorted(self._sizes), key)))
+        return result
+
+    def save(self, path) -> str:
+        """Write the plan to `path` as JSON, to serve without tuning (`tc.load(path, outputs)`): its configs by
+        shape, the schedule's trace, the mix, and the device, Triton, torch and tilec versions it was tuned
+        with (tilec/tune/saved.py). Returns the path."""
+        from tilec.tune.saved import save
+        return save(self, path)
 
     def as_op(self, name: str):
         """Register this plan as the torch custom op `tilec::<name>`, dispatching on shapes as a call does
@@ -448,6 +462,9 @@ class Tuned:
         """Every trial: its config, state, weighted time and per-shape times in seconds (`value`, `times`)
         and in microseconds (`value_us`, `times_us`), failure or pruning reason, and whether it measured its
         config itself (`measured`: what `trials=` counts) or repeated another trial's (`duplicate_of`)."""
+        if self.study is None:
+            raise ArgumentError("trials: this plan holds no study (loaded from a file by tc.load, or built by hand); "
+                                "the trials are in the storage it was tuned with (tilec show STUDY)")
         out = []
         for t in self.study.get_trials(deepcopy=False):
             row = {"number": t.number, "state": t.state.name, "config": t.params, "value": t.value,
@@ -762,6 +779,23 @@ def _signals(pool):
             signal.signal(s, h)
 
 
+def plan_kernels(sched, args, mix: ShapeMix, chosen) -> dict[str, Kernel]:
+    """The kernels of a plan, by shape key: one specialized to each shape for the per-shape plan, else one
+    generic kernel per config, shared by the shapes it serves (a call lowers it under its shape's facts)."""
+    kernels, generic = {}, {}
+    for shape, _ in mix:
+        key = ShapeMix.key(shape)
+        cfg = chosen.configs[key]
+        if chosen.name == "per-shape":
+            kernels[key] = Kernel(sched, args, cfg, specialize=dict(shape))
+        else:
+            ck = _config_key(cfg)
+            if ck not in generic:
+                generic[ck] = Kernel(sched, args, cfg)
+            kernels[key] = generic[ck]
+    return kernels
+
+
 def _choose(sched, args, mix, study, calls, tuning_s, knobs, url: str, recipe: str | None) -> Tuned:
     keys = [ShapeMix.key(s) for s, _ in mix]
     table = {}
@@ -792,17 +826,7 @@ def _choose(sched, args, mix, study, calls, tuning_s, knobs, url: str, recipe: s
     compile_s = time.perf_counter() - t0
     opts = options(table, mix, tuning_s, compile_s)
     chosen = min(opts, key=lambda o: o.total(calls))
-    kernels, generic = {}, {}
-    for shape, _ in mix:
-        key = ShapeMix.key(shape)
-        cfg = chosen.configs[key]
-        if chosen.name == "per-shape":
-            kernels[key] = Kernel(sched, args, cfg, specialize=dict(shape))
-        else:  # one kernel per config, checked once: a call lowers it under its shape's facts
-            ck = _config_key(cfg)
-            if ck not in generic:
-                generic[ck] = Kernel(sched, args, cfg)
-            kernels[key] = generic[ck]
+    kernels = plan_kernels(sched, args, mix, chosen)
     if chosen.name == "per-shape":
         chosen.notes.append("T was measured with each config's generic kernel; the specialized kernels "
                             "(sizes baked in as constants) are not timed separately")
