@@ -2,7 +2,8 @@
 
     tilec tune FILE --mix "M=256:8,1536:1,2048:1" --fixed "K=4096,N=12288" [--trials 64]
                [--storage URL] [--study NAME] [--expected-calls N] [--worker] [--report out.json]
-               [--no-progress] [--jobs N] [--timeout SECONDS] [--gpus all|N|0,1] [--fresh]
+               [--no-progress] [--jobs N] [--timeout SECONDS] [--gpus all|N|0,1] [--fresh] [--save PLAN]
+    tilec tune FILE --mix-from REC.json [--kernel NAME] ...     (the mix tc.record saved)
     tilec show [--storage URL] [--study NAME] [--file FILE --mix ... --fixed ...]
     tilec show --tuned FILE --mix ... [--fixed ...] [--storage URL]
     tilec forget FILE --mix ... [--fixed ...] [--storage URL]      (or: tilec forget --study NAME)

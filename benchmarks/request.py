@@ -1,0 +1,269 @@
+"""A whole request through Hugging Face's Qwen3 with tilec's decoder layers, measured end to end (issue 28).
+
+    python benchmarks/request.py [--layers 4] [--prompt 7239] [--steps 31] [--rounds 11] [--json out.json]
+    python benchmarks/request.py --cpu-check       # CPU, Triton's interpreter, a tiny model: the code paths only
+
+The model: `transformers`' Qwen3ForCausalLM at Qwen3-8B's layer shapes (hidden 4096, 32 heads, 8 KV heads, head
+dim 128, MLP 12288, vocabulary 151936, bfloat16, random weights), `--layers` decoder layers. A request: a prompt
+of `--prompt` tokens, then `--steps` greedy decode steps (one token each), the prompt's logits kept for its last
+token only (`logits_to_keep=1`, as generate does). Variants, the same weights:
+- eager: the model as transformers runs it (sdpa attention, DynamicCache);
+- compile: the same, `torch.compile`d (dynamic shapes; compiled before timing);
+- tilec: its decoder layers patched to examples/qwen3's tilec ops (`patch`), the tilec KV cache (`tilec_cache`);
+- rest: the model with every decoder layer an identity: what the request costs outside the layers (embedding,
+  rotary tables, final norm, lm_head, argmax, Python).
+
+What it reports:
+(a) from one recorded tilec request (`tc.record`, prefill and decode apart): each op's calls by shape, and each
+    (kernel, shape)'s time per call, timed alone (do_bench median) on the inputs the request gave it;
+(b) Amdahl's prediction of the tilec request: rest + sum over ops and shapes of calls x time per call, per phase;
+(c) `--rounds` paired, interleaved rounds (each round runs every variant once, in a shuffled order): per phase
+    the median of the paired differences tilec - eager and tilec - compile, with their spread (min .. max), and
+    each variant's median;
+(d) the prediction against the tilec median (and the spread of the tilec times).
+Decode runs eagerly (no CUDA graph: the tilec cache's views grow by a token per step, so a step's shapes
+differ from the last one's, and a graph would need a fixed-shape attention over the whole cache).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import importlib.util
+import json
+import os
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+CPU_CHECK = "--cpu-check" in sys.argv
+if CPU_CHECK or not torch.cuda.is_available():
+    os.environ["TRITON_INTERPRET"] = "1"
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+import tilec as tc  # noqa: E402
+from tilec.runtime.custom_op import _REGISTRY  # noqa: E402
+
+QWEN3_8B = dict(hidden_size=4096, num_attention_heads=32, num_key_value_heads=8, head_dim=128,
+                intermediate_size=12288, vocab_size=151936, max_position_embeddings=40960)
+
+
+def _load(name: str, path: Path):
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, path)
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
+def _sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def build_models(cfg: dict, layers: int, dtype, device: str, compile_: bool):
+    """The variants over one set of random weights: eager, compiled, tilec-patched, and layers-as-identity."""
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+    qwen3 = _load("qwen3_model", ROOT / "examples" / "qwen3" / "model.py")
+    torch.manual_seed(0)
+    config = Qwen3Config(**cfg, num_hidden_layers=layers)
+    eager = Qwen3ForCausalLM(config).to(device=device, dtype=dtype).eval()
+    with torch.no_grad():  # HF's init gives near-constant logits; larger weights make the argmax vary
+        for name, p in eager.named_parameters():
+            if not name.endswith("norm.weight"):
+                p.normal_(0, 0.05)
+    tilec_model = qwen3.patch(copy.deepcopy(eager))
+    rest = copy.deepcopy(eager)
+    for layer in rest.model.layers:
+        layer.forward = lambda hidden_states, *args, **kwargs: hidden_states
+    models = {"eager": eager, "tilec": tilec_model, "rest": rest}
+    if compile_:
+        models["compile"] = torch.compile(copy.deepcopy(eager), dynamic=True)
+    return models, qwen3
+
+
+def request(model, cache, prompt: torch.Tensor, steps: int, device: str) -> tuple[float, float, list[int]]:
+    """One request: prefill, then `steps` greedy decode steps; seconds of each phase and the tokens."""
+    with torch.no_grad():
+        _sync(device)
+        t0 = time.perf_counter()
+        out = model(input_ids=prompt, cache=cache, use_cache=True, logits_to_keep=1)
+        tok = out.logits[:, -1].argmax(-1, keepdim=True)
+        _sync(device)
+        t1 = time.perf_counter()
+        toks = [tok]
+        for _ in range(steps):
+            out = model(input_ids=tok, cache=cache, use_cache=True)
+            tok = out.logits[:, -1].argmax(-1, keepdim=True)
+            toks.append(tok)
+        _sync(device)
+        t2 = time.perf_counter()
+    return t1 - t0, t2 - t1, [int(t) for t in torch.cat(toks, 1)[0].tolist()]
+
+
+def make_cache(name: str, models, qwen3, max_len: int):
+    from transformers import DynamicCache
+    if name == "tilec":
+        return qwen3.tilec_cache(models["tilec"], max_len)
+    return DynamicCache(config=models["eager"].config)
+
+
+def per_kernel(models, qwen3, prompt, steps, device, max_len):
+    """(a): one tilec request recorded (prefill and decode apart), each (kernel, shape)'s inputs kept from its
+    first call, then timed alone. Returns {phase: [{op, sizes, calls, us}]} and the recordings."""
+    from tilec.runtime.kernel import Kernel
+    names = {id(target): qualname for qualname, (target, _) in _REGISTRY.items()}
+    kept: dict[tuple, tuple] = {}
+    original = Kernel.__call__
+
+    def keeping(self, *tensors, out=None, **sizes):
+        key = (id(self), tuple(sorted((self.read_sizes(tensors[:len(self.inputs)]) | sizes).items())))
+        if key not in kept:  # the inputs, and any out= (the cache write's in-place buffers), as given
+            outs = out if isinstance(out, (list, tuple)) else ([out] if out is not None else [])
+            kept[key] = (self, [t.clone() for t in tensors], [o.clone() for o in outs], dict(sizes))
+        return original(self, *tensors, out=out, **sizes)
+
+    model = models["tilec"]
+    cache = make_cache("tilec", models, qwen3, max_len)
+    Kernel.__call__ = keeping
+    try:
+        with torch.no_grad():
+            with tc.record() as rec_prefill:
+                out = model(input_ids=prompt, cache=cache, use_cache=True, logits_to_keep=1)
+            tok = out.logits[:, -1].argmax(-1, keepdim=True)
+            with tc.record() as rec_decode:
+                for _ in range(steps):
+                    tok = model(input_ids=tok, cache=cache, use_cache=True).logits[:, -1].argmax(-1, keepdim=True)
+    finally:
+        Kernel.__call__ = original
+    times = {}
+    for (kid, sizes), (kernel, ins, outs, given) in kept.items():
+        def call(kernel=kernel, ins=ins, outs=outs, given=given):
+            return kernel(*ins, out=outs or None, **given)
+        times[kid, sizes] = _time(call, device)
+    table = {}
+    for phase, rec in (("prefill", rec_prefill), ("decode", rec_decode)):
+        rows = []
+        for name in rec.names():
+            for shape_key, n in rec.calls(name).items():
+                sizes = tuple(sorted((k, int(v)) for k, v in (x.split("=") for x in shape_key.split(","))))
+                kid = next((k for k, q in names.items() if q == name), None)
+                us = next((t for (k, s), t in times.items() if s == sizes and (kid is None or k == kid)), None)
+                rows.append({"op": name, "sizes": dict(sizes), "calls": n, "us": us})
+        table[phase] = rows
+    return table, rec_prefill, rec_decode
+
+
+def _time(fn, device: str) -> float:
+    """Microseconds per call: do_bench's median on a GPU; on the CPU check, one call (the code path only)."""
+    if device == "cuda":
+        import triton.testing
+        return 1e3 * triton.testing.do_bench(fn, warmup=5, rep=50, return_mode="median")
+    t0 = time.perf_counter()
+    fn()
+    return 1e6 * (time.perf_counter() - t0)
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--prompt", type=int, default=7239)
+    ap.add_argument("--steps", type=int, default=31)
+    ap.add_argument("--rounds", type=int, default=11)
+    ap.add_argument("--no-compile", action="store_true", help="leave torch.compile out")
+    ap.add_argument("--json", metavar="PATH")
+    ap.add_argument("--record", metavar="PATH", help="write the recorded calls (tc.record) to PATH")
+    ap.add_argument("--cpu-check", action="store_true", help="a tiny model on the CPU (Triton's interpreter)")
+    a = ap.parse_args(argv)
+    device = "cuda" if torch.cuda.is_available() and not a.cpu_check else "cpu"
+    if a.cpu_check:
+        cfg = dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16, intermediate_size=128,
+                   vocab_size=256, max_position_embeddings=512)
+        a.layers, a.prompt, a.steps, a.rounds = min(a.layers, 2), min(a.prompt, 7), min(a.steps, 2), min(a.rounds, 1)
+        dtype = torch.float32
+    else:
+        cfg, dtype = QWEN3_8B, torch.bfloat16
+    t_start = time.perf_counter()
+    models, qwen3 = build_models(cfg, a.layers, dtype, device, compile_=not a.no_compile and not a.cpu_check)
+    max_len = a.prompt + a.steps + 1
+    g = torch.Generator().manual_seed(1)
+    prompt = torch.randint(0, cfg["vocab_size"], (1, a.prompt), generator=g).to(device)
+
+    # warm-up (compiles: tilec's kernels per shape, torch.compile's graphs) and the tokens agree
+    tokens, failed = {}, {}
+    for name in list(models):
+        t = time.perf_counter()
+        try:
+            tokens[name] = request(models[name], make_cache(name, models, qwen3, max_len), prompt, a.steps,
+                                   device)[2]
+        except Exception as e:  # torch.compile of HF's model can fail on a given torch: reported, left out
+            if name != "compile":
+                raise
+            failed[name] = f"{type(e).__name__}: {str(e)[:300]}"
+            del models[name]
+            print(f"warm-up {name}: FAILED ({failed[name]}); left out", flush=True)
+            continue
+        print(f"warm-up {name}: {time.perf_counter() - t:.1f} s", flush=True)
+    same = {n: sum(x == y for x, y in zip(tokens[n], tokens["eager"])) for n in models if n != "rest"}
+    print(f"greedy tokens equal to eager's (of {a.steps + 1}): {same}")
+
+    table, rec_p, rec_d = per_kernel(models, qwen3, prompt, a.steps, device, max_len)
+    if a.record:
+        rec_p.save(a.record + ".prefill.json")
+        rec_d.save(a.record + ".decode.json")
+
+    # (c) paired, interleaved rounds
+    rng = random.Random(0)
+    runs = {n: {"prefill": [], "decode": []} for n in models}
+    for _ in range(a.rounds):
+        order = list(models)
+        rng.shuffle(order)
+        for name in order:
+            p, d, _ = request(models[name], make_cache(name, models, qwen3, max_len), prompt, a.steps, device)
+            runs[name]["prefill"].append(p)
+            runs[name]["decode"].append(d)
+
+    result = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu (interpreter)",
+              "torch": torch.__version__, "layers": a.layers, "prompt": a.prompt, "steps": a.steps,
+              "rounds": a.rounds, "dtype": str(dtype), "tokens_equal_to_eager": same, "failed": failed, "per_kernel": table,
+              "phases": {}}
+    print(f"\n{'op':44s} {'phase':8s} {'sizes':40s} {'calls':>6s} {'us/call':>9s} {'total ms':>9s}")
+    for phase, rows in table.items():
+        for r in rows:
+            sizes = ",".join(f"{k}={v}" for k, v in r["sizes"].items())
+            us = r["us"] if r["us"] is not None else float("nan")
+            print(f"{r['op'][:44]:44s} {phase:8s} {sizes[:40]:40s} {r['calls']:6d} {us:9.1f} {us * r['calls'] / 1e3:9.3f}")
+    print(f"\n{'phase':8s} {'variant':8s} {'median ms':>10s}   paired tilec - variant: median [min .. max] ms")
+    for phase in ("prefill", "decode"):
+        med = {n: 1e3 * statistics.median(runs[n][phase]) for n in models}
+        kernels_ms = sum(r["us"] * r["calls"] for r in table[phase] if r["us"] is not None) / 1e3
+        predicted = med["rest"] + kernels_ms
+        entry = {"median_ms": med, "kernels_ms": kernels_ms, "predicted_tilec_ms": predicted,
+                 "tilec_ms_range": [1e3 * min(runs["tilec"][phase]), 1e3 * max(runs["tilec"][phase])],
+                 "paired": {}}
+        for other in (n for n in models if n not in ("tilec", "rest")):
+            diffs = [1e3 * (x - y) for x, y in zip(runs["tilec"][phase], runs[other][phase])]
+            entry["paired"][other] = {"median_ms": statistics.median(diffs), "min_ms": min(diffs),
+                                      "max_ms": max(diffs)}
+        for n in models:
+            pair = entry["paired"].get(n)
+            text = (f"{pair['median_ms']:+9.2f} [{pair['min_ms']:+.2f} .. {pair['max_ms']:+.2f}]" if pair else "")
+            print(f"{phase:8s} {n:8s} {med[n]:10.2f}   {text}")
+        lo, hi = entry["tilec_ms_range"]
+        print(f"{phase:8s} predicted tilec = rest {med['rest']:.2f} + kernels {kernels_ms:.2f} = {predicted:.2f} ms; "
+              f"measured median {med['tilec']:.2f} (range {lo:.2f} .. {hi:.2f})")
+        result["phases"][phase] = entry
+    result["wall_s"] = time.perf_counter() - t_start
+    if a.json:
+        Path(a.json).write_text(json.dumps(result, indent=1))
+        print(f"wrote {a.json}")
+    return result
+
+
+if __name__ == "__main__":
+    main()
