@@ -194,30 +194,52 @@ def main(argv=None) -> dict:
     g = torch.Generator().manual_seed(1)
     prompt = torch.randint(0, cfg["vocab_size"], (1, a.prompt), generator=g).to(device)
 
-    # warm-up (compiles: tilec's kernels per shape, torch.compile's graphs) and the tokens agree
+    # warm-up (tilec's kernels per shape) and the tokens agree; torch.compile comes last (below), so that a
+    # compile that takes the run's time still leaves the other variants' table written
+    compiled = models.pop("compile", None)
     tokens, failed = {}, {}
-    for name in list(models):
+    for name in models:
         t = time.perf_counter()
-        try:
-            tokens[name] = request(models[name], make_cache(name, models, qwen3, max_len), prompt, a.steps,
-                                   device)[2]
-        except Exception as e:  # torch.compile of HF's model can fail on a given torch: reported, left out
-            if name != "compile":
-                raise
-            failed[name] = f"{type(e).__name__}: {str(e)[:300]}"
-            del models[name]
-            print(f"warm-up {name}: FAILED ({failed[name]}); left out", flush=True)
-            continue
+        tokens[name] = request(models[name], make_cache(name, models, qwen3, max_len), prompt, a.steps, device)[2]
         print(f"warm-up {name}: {time.perf_counter() - t:.1f} s", flush=True)
-    same = {n: sum(x == y for x, y in zip(tokens[n], tokens["eager"])) for n in models if n != "rest"}
-    print(f"greedy tokens equal to eager's (of {a.steps + 1}): {same}")
 
     table, rec_p, rec_d = per_kernel(models, qwen3, prompt, a.steps, device, max_len)
     if a.record:
         rec_p.save(a.record + ".prefill.json")
         rec_d.save(a.record + ".decode.json")
+    result = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu (interpreter)",
+              "torch": torch.__version__, "layers": a.layers, "prompt": a.prompt, "steps": a.steps,
+              "rounds": a.rounds, "dtype": str(dtype), "per_kernel": table}
+    _print_kernels(table)
+    _rounds_and_report(models, qwen3, prompt, a, device, max_len, table, tokens, failed, result, t_start)
+    if compiled is not None:
+        t = time.perf_counter()
+        try:
+            tokens["compile"] = request(compiled, make_cache("compile", models, qwen3, max_len), prompt, a.steps,
+                                        device)[2]
+            models["compile"] = compiled
+            print(f"warm-up compile: {time.perf_counter() - t:.1f} s", flush=True)
+        except Exception as e:  # torch.compile of HF's model can fail on a given torch: reported, left out
+            failed["compile"] = f"{type(e).__name__}: {str(e)[:300]}"
+            print(f"warm-up compile: FAILED ({failed['compile']}); left out", flush=True)
+        if "compile" in models:
+            _rounds_and_report(models, qwen3, prompt, a, device, max_len, table, tokens, failed, result, t_start)
+    return result
 
-    # (c) paired, interleaved rounds
+
+def _print_kernels(table) -> None:
+    print(f"\n{'op':52s} {'phase':8s} {'sizes':40s} {'calls':>6s} {'us/call':>9s} {'total ms':>9s}")
+    for phase, rows in table.items():
+        for r in rows:
+            sizes = ",".join(f"{k}={v}" for k, v in r["sizes"].items())
+            us = r["us"] if r["us"] is not None else float("nan")
+            print(f"{r['op'][:52]:52s} {phase:8s} {sizes[:40]:40s} {r['calls']:6d} {us:9.1f} "
+                  f"{us * r['calls'] / 1e3:9.3f}")
+
+
+def _rounds_and_report(models, qwen3, prompt, a, device, max_len, table, tokens, failed, result, t_start) -> None:
+    """(c) and (d): `a.rounds` paired, interleaved rounds of `models`, the medians, the paired differences and
+    the prediction per phase; printed, and the JSON written."""
     rng = random.Random(0)
     runs = {n: {"prefill": [], "decode": []} for n in models}
     for _ in range(a.rounds):
@@ -227,18 +249,10 @@ def main(argv=None) -> dict:
             p, d, _ = request(models[name], make_cache(name, models, qwen3, max_len), prompt, a.steps, device)
             runs[name]["prefill"].append(p)
             runs[name]["decode"].append(d)
-
-    result = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu (interpreter)",
-              "torch": torch.__version__, "layers": a.layers, "prompt": a.prompt, "steps": a.steps,
-              "rounds": a.rounds, "dtype": str(dtype), "tokens_equal_to_eager": same, "failed": failed, "per_kernel": table,
-              "phases": {}}
-    print(f"\n{'op':44s} {'phase':8s} {'sizes':40s} {'calls':>6s} {'us/call':>9s} {'total ms':>9s}")
-    for phase, rows in table.items():
-        for r in rows:
-            sizes = ",".join(f"{k}={v}" for k, v in r["sizes"].items())
-            us = r["us"] if r["us"] is not None else float("nan")
-            print(f"{r['op'][:44]:44s} {phase:8s} {sizes[:40]:40s} {r['calls']:6d} {us:9.1f} {us * r['calls'] / 1e3:9.3f}")
-    print(f"\n{'phase':8s} {'variant':8s} {'median ms':>10s}   paired tilec - variant: median [min .. max] ms")
+    same = {n: sum(x == y for x, y in zip(tokens[n], tokens["eager"])) for n in tokens if n != "rest"}
+    print(f"\nvariants {sorted(models)}; greedy tokens equal to eager's (of {a.steps + 1}): {same}")
+    result.update(tokens_equal_to_eager=same, failed=failed, phases={})
+    print(f"{'phase':8s} {'variant':8s} {'median ms':>10s}   paired tilec - variant: median [min .. max] ms")
     for phase in ("prefill", "decode"):
         med = {n: 1e3 * statistics.median(runs[n][phase]) for n in models}
         kernels_ms = sum(r["us"] * r["calls"] for r in table[phase] if r["us"] is not None) / 1e3
@@ -256,13 +270,12 @@ def main(argv=None) -> dict:
             print(f"{phase:8s} {n:8s} {med[n]:10.2f}   {text}")
         lo, hi = entry["tilec_ms_range"]
         print(f"{phase:8s} predicted tilec = rest {med['rest']:.2f} + kernels {kernels_ms:.2f} = {predicted:.2f} ms; "
-              f"measured median {med['tilec']:.2f} (range {lo:.2f} .. {hi:.2f})")
+              f"measured median {med['tilec']:.2f} (range {lo:.2f} .. {hi:.2f})", flush=True)
         result["phases"][phase] = entry
     result["wall_s"] = time.perf_counter() - t_start
     if a.json:
         Path(a.json).write_text(json.dumps(result, indent=1))
-        print(f"wrote {a.json}")
-    return result
+        print(f"wrote {a.json}", flush=True)
 
 
 if __name__ == "__main__":

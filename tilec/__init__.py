@@ -51,8 +51,8 @@ _HOMES: dict[str, tuple[str, ...]] = {
     "tilec.plan": ("analyze",),  # and, imported, it installs the primitives' legality check
     "tilec.lower.program": ("lower",),
     "tilec.runtime": ("Kernel", "build"),
-    "tilec.runtime.record": ("load_recording", "record"),
-    "tilec.tune.mix": ("ShapeMix",),
+        "tilec.tune.mix": ("ShapeMix",),
+    "tilec.tune.record": ("load_recording", "record"),
     "tilec.tune.saved": ("PlanMismatch", "load"),
     "tilec.tune.study": ("FewerConfigs", "Tuned", "TuningInterrupted", "forget", "tune"),
     "tilec.tune.auto": ("auto_schedule", "autotuned", "schedule_code"),
@@ -116,10 +116,10 @@ if TYPE_CHECKING:  # what type checkers and IDEs read; the same names as _HOMES 
     from tilec.lower.program import lower
     from tilec.plan import analyze
     from tilec.runtime import Kernel, build
-    from tilec.runtime.record import load_recording, record
     from tilec.schedule import Flag, Knob, Schedule, Stage, create_schedule, default_trace, flag, knob, replay
     from tilec.tune.auto import auto_schedule, autotuned, schedule_code
     from tilec.tune.mix import ShapeMix
+    from tilec.tune.record import load_recording, record
     from tilec.tune.saved import PlanMismatch, load
     from tilec.tune.study import FewerConfigs, Tuned, TuningInterrupted, forget, tune
 

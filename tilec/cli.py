@@ -103,7 +103,7 @@ def parse_config(text: str | None, what: str = "--config", pairs: str = "knob=in
 def recorded_mix(path: str, kernel: str | None, sched):
     """The mix of `--mix-from PATH`: the calls of `kernel`, or of the one kernel recorded, or of the one whose
     name is the schedule's outputs' (as a Kernel's calls are recorded)."""
-    from tilec.runtime.record import load_recording
+    from tilec.tune.record import load_recording
     try:
         rec = load_recording(path)
     except TilecError as e:

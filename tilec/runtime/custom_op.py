@@ -29,7 +29,7 @@ import threading
 import torch
 
 from tilec.errors import ArgumentError, TilecError
-from tilec.runtime import record as _record
+from tilec.runtime import calls as recording
 from tilec.runtime import triton_compat
 
 __all__ = ["Graphed", "as_op", "graphed", "registered_ops"]
@@ -135,10 +135,10 @@ def as_op(target, name: str):
         n_out = len(outputs)
 
         def impl(*tensors):
-            if _record.ACTIVE and not _record.inside():  # tc.record: counted once, under the op's name
-                with _record.counted_call():
+            if recording.SINKS and not recording.inside():  # tc.record: counted once, under the op's name
+                with recording.counted_call():
                     out = target(*tensors)
-                _record.count(target, qualname, shape_kernel.read_sizes(tensors[:len(inputs)]))
+                recording.count(target, qualname, shape_kernel.read_sizes(tensors[:len(inputs)]))
             else:
                 out = target(*tensors)
             return out if n_out == 1 else tuple(out)

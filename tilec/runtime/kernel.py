@@ -26,7 +26,7 @@ from tilec.lower.launch import bound_sizes, call_sizes, launch_source, read_size
 from tilec.lower.passes import log_names
 from tilec.lower.program import Program
 from tilec.plan.check import at_sizes
-from tilec.runtime import record as _record
+from tilec.runtime import calls as recording
 from tilec.runtime import triton_compat
 from tilec.schedule.schedule import Schedule
 
@@ -465,8 +465,8 @@ class Kernel:
             buffers[name] = (torch.zeros if zeroed else torch.empty)(shape, dtype=dt, device=device)
         for launch in launches:
             launch(buffers)
-        if _record.ACTIVE and not _record.inside():  # tc.record: a call of these sizes (record.py)
-            _record.count(self, "_".join(self._out_names), self.read_sizes(tensors) | given)
+        if recording.SINKS and not recording.inside():  # tc.record: a call of these sizes (record.py)
+            recording.count(self, "_".join(self._out_names), self.read_sizes(tensors) | given)
         return outs[0] if n_out == 1 else tuple(outs)
 
     def _check_no_grad(self, tensors, outs) -> None:

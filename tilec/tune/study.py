@@ -62,7 +62,7 @@ import torch
 from tilec.errors import ArgumentError
 from tilec.ir.tensor import Tensor
 from tilec.poly.footprint import SHARED_LIMIT
-from tilec.runtime import record as _record
+from tilec.runtime import calls as recording
 from tilec.runtime import triton_compat
 from tilec.runtime.kernel import Kernel
 from tilec.schedule.schedule import Schedule
@@ -349,12 +349,12 @@ class Tuned:
         return self._generic[ck]
 
     def __call__(self, *tensors, out=None):
-        if not _record.ACTIVE or _record.inside():
+        if not recording.SINKS or recording.inside():
             return self.kernel_for(tensors[: len(self._inputs)])(*tensors, out=out)
         key = self._key(tensors[: len(self._inputs)])  # tc.record: this call counted once, as the plan's
-        with _record.counted_call():
+        with recording.counted_call():
             result = self._kernel_at(key)(*tensors, out=out)
-        _record.count(self, "_".join(t.name for t in self._first.outputs), dict(zip(sorted(self._sizes), key)))
+        recording.count(self, "_".join(t.name for t in self._first.outputs), dict(zip(sorted(self._sizes), key)))
         return result
 
     def save(self, path) -> str:

@@ -1,4 +1,5 @@
-"""Recording the shapes a program really calls its kernels with (`tc.record`, issue 28).
+"""Recording the shapes a program really calls its kernels with (`tc.record`, issue 28). The calls reach a
+recording through tilec/runtime/calls.py, the hooks in `Kernel`, `Tuned` and the ops of `as_op`.
 
     with tc.record() as rec:
         run_the_program()
@@ -20,7 +21,6 @@ stood for by its largest shape recorded, weighted by all of its calls.
 
 from __future__ import annotations
 
-import contextvars
 import json
 import math
 import os
@@ -30,11 +30,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from tilec.errors import ArgumentError
+from tilec.runtime import calls as hooks
 
 __all__ = ["Recording", "record", "load_recording"]
 
-ACTIVE: list[Recording] = []           # the recordings open, innermost last (each counts every call)
-_INSIDE = contextvars.ContextVar("tilec_record_inside", default=False)  # a counted call is running its parts
 _LOCK = threading.Lock()
 FORMAT = "tilec-recording"
 VERSION = 1
@@ -212,37 +211,11 @@ def record() -> Iterator[Recording]:
         ShapeMix(K=24,M=40,N=20: 0.750, K=24,M=8,N=20: 0.250)
     """
     rec = Recording()
-    with _LOCK:
-        ACTIVE.append(rec)
+    hooks.open_sink(rec)
     try:
         yield rec
     finally:
-        with _LOCK:
-            ACTIVE.remove(rec)
-
-
-def count(target, name: str, sizes: dict[str, int]) -> None:
-    """One call of `target` (named `name`) with `sizes`, in every open recording (callers test `ACTIVE`
-    first), unless it runs inside a call already counted."""
-    if _INSIDE.get():
-        return
-    for rec in list(ACTIVE):
-        rec._count(target, name, sizes)
-
-
-@contextmanager
-def counted_call() -> Iterator[None]:
-    """Run a call's parts uncounted (a Tuned's kernel, an op's Tuned): the caller counts the call itself."""
-    token = _INSIDE.set(True)
-    try:
-        yield
-    finally:
-        _INSIDE.reset(token)
-
-
-def inside() -> bool:
-    """Whether a counted call is running its parts (so this one is not to be counted)."""
-    return _INSIDE.get()
+        hooks.close_sink(rec)
 
 
 def load_recording(path: str | os.PathLike) -> Recording:
