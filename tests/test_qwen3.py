@@ -202,3 +202,28 @@ def test_the_request_benchmark_runs_on_a_cpu(tmp_path):
         assert set(e["paired"]) == {"eager"}
     import tilec as tc
     assert tc.load_recording(str(tmp_path / "rec") + ".decode.json").names()
+
+
+@pytest.mark.slow
+def test_kernels_tuned_for_a_recorded_request_serve_the_model_from_saved_plans(tmp_path):
+    """examples/qwen3/tune.py records a request through the patched tiny model, tunes two ops for the mix of
+    their recorded calls and saves the plans; run.py --plans serves those ops from them (tc.load) and the model
+    still matches the unmodified one. Two processes, as a package that ships its plans would have them."""
+    import subprocess
+
+    root = Path(__file__).resolve().parent.parent
+    plans = tmp_path / "plans"
+    p = subprocess.run([sys.executable, str(QWEN3 / "tune.py"), "--out", str(plans), "--only", "linear_residual",
+                        "--trials", "2", "--steps", "2", "--storage", f"sqlite:///{tmp_path / 't.db'}"],
+                       capture_output=True, text=True, cwd=root, timeout=600)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    (plan,) = plans.glob("*.json")
+    assert plan.name == "qwen3_linear_residual_float32.json"
+    import json
+    saved = json.loads(plan.read_text())  # o_proj's K=64 and down_proj's K=128, prefill and decode rows
+    assert {s["K"] for s in saved["mix"]["shapes"]} == {64, 128} and {s["M"] for s in saved["mix"]["shapes"]} == {1, 7}
+    p = subprocess.run([sys.executable, str(QWEN3 / "run.py"), "--plans", str(plans), "--steps", "2"],
+                       capture_output=True, text=True, cwd=root, timeout=600)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    assert f"served from the tuned plans in {plans}: qwen3_linear_residual_float32" in p.stdout
+    assert "qwen3: OK" in p.stdout

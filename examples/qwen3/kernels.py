@@ -24,13 +24,15 @@ Every compute is generic in the model's dtype (`float32`, `bfloat16`, `float16`)
 Qwen3 rounds (a projection's output to dtype before its residual add or SiLU; the attention's P to dtype
 before P @ V, as FlashAttention does). All hand schedules follow suite/ and examples/ (GEMM tiles with
 tl.dot in grouped order, FlashAttention's online softmax, flash-decoding's split-KV). The knobs are left at
-their first choices (no tuning here); `tc.tune` can search them.
+their first choices, unless `use_plans(directory)` names tuned plans (tune.py writes them: each kernel tuned
+for the shapes a recorded request called it with).
 """
 
 from __future__ import annotations
 
 import functools
 import re
+from pathlib import Path
 
 import torch
 
@@ -371,13 +373,43 @@ def op_name(name: str, dtype: str, **params) -> str:
     return re.sub(r"[^0-9A-Za-z_]", "_", f"qwen3_{name}_{dtype}{tag}")
 
 
-@functools.cache
-def kernel(name: str, dtype: str, **params) -> tc.Kernel:
-    """The built kernel `name` for `dtype` and its constants (built once per process: the isl checks of a
-    schedule take seconds)."""
+SPECS: dict[str, tuple[str, str, dict]] = {}  # op name -> (kernel name, dtype, constants), as op() made them
+PLANS: list[Path] = []  # directories of tuned plans (use_plans): <op name>.json, served by tc.load
+
+
+def use_plans(directory) -> None:
+    """Serve each kernel from a tuned plan where `directory` holds one (`<op name>.json`, as tune.py writes
+    them): call before the first op is made (before `model.patch`). A plan tuned on another device or Triton
+    version is served with its generic config (tc.load warns); a kernel without a plan keeps its first
+    choices."""
+    if SPECS:
+        raise RuntimeError("use_plans: ops were made already (their kernels are built); call it before patch()")
+    PLANS.append(Path(directory))
+
+
+def planned() -> list[str]:
+    """The ops made so far that are served from a tuned plan (use_plans), by op name."""
+    return [op for op, (name, dtype, params) in SPECS.items()
+            if isinstance(kernel(name, dtype, **params), tc.Tuned)]
+
+
+def make(name: str, dtype: str, **params):
+    """(schedule, args) of kernel `name` for `dtype` and its constants."""
     if name not in KERNELS:
         raise KeyError(f"qwen3: no kernel {name!r}; there are {sorted(KERNELS)}")
-    s, args = KERNELS[name](dtype, **params)
+    return KERNELS[name](dtype, **params)
+
+
+@functools.cache
+def kernel(name: str, dtype: str, **params):
+    """The kernel `name` for `dtype` and its constants, built once per process (the isl checks of a schedule
+    take seconds): the tuned plan of `use_plans` where there is one (a `tc.Tuned`), else a `tc.Kernel` at its
+    knobs' first choices."""
+    s, args = make(name, dtype, **params)
+    for directory in PLANS:
+        path = directory / f"{op_name(name, dtype, **params)}.json"
+        if path.exists():
+            return tc.load(path, list(s.outputs))
     return tc.build(s, args)
 
 
@@ -389,6 +421,7 @@ def op(name: str, dtype: str, **params):
     registered here with `torch.library.custom_op(..., mutates_args=...)` around the in-place call."""
     k = kernel(name, dtype, **params)
     qualname = op_name(name, dtype, **params)
+    SPECS[qualname] = (name, dtype, dict(params))
     if name != "kv_cache_write":
         return k.as_op(qualname)
 

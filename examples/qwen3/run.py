@@ -4,6 +4,7 @@ each step and `qwen3: OK` when every step is within the dtype's tolerance and th
 
     python examples/qwen3/run.py                                  # CPU, float32, Triton's interpreter
     python examples/qwen3/run.py --device cuda --dtype bfloat16   # on a GPU
+    python examples/qwen3/run.py --plans DIR                      # kernels from tuned plans (tune.py)
 
 The reference keeps HF's own attention (sdpa) and DynamicCache; the patched copy uses the tilec cache
 (`model.tilec_cache`). Both are fed the reference's greedy tokens, so that each step compares the logits of
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import copy
 import importlib.util
+import os
 import sys
 import time
 from pathlib import Path
@@ -25,6 +27,9 @@ HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 
 import torch  # noqa: E402
+
+if not torch.cuda.is_available():  # transformers imports Triton: the interpreter must be chosen before it does
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 from transformers import DynamicCache, Qwen3Config, Qwen3ForCausalLM  # noqa: E402
 
 
@@ -100,11 +105,16 @@ def main(argv=None) -> dict:
     ap.add_argument("--prompt-len", type=int, default=7)
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--plans", metavar="DIR", help="serve the kernels from the tuned plans in DIR (tune.py)")
     args = ap.parse_args(argv)
+    if args.plans:
+        tilec_qwen3.kernels.use_plans(args.plans)
 
     dtype = getattr(torch, args.dtype)
     ref = tiny_model(dtype=dtype, device=args.device)
     patched = tilec_qwen3.patch(copy.deepcopy(ref))
+    if args.plans:
+        print(f"served from the tuned plans in {args.plans}: {', '.join(tilec_qwen3.kernels.planned()) or 'none'}")
     torch.manual_seed(1)
     prompt = torch.randint(0, ref.config.vocab_size, (args.batch, args.prompt_len), device=args.device)
     result = compare(ref, patched, prompt, args.steps)
