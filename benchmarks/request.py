@@ -2,6 +2,8 @@
 
     python benchmarks/request.py [--layers 4] [--prompt 7239] [--steps 31] [--rounds 11] [--json out.json]
     python benchmarks/request.py --cpu-check       # CPU, Triton's interpreter, a tiny model: the code paths only
+    python benchmarks/request.py --tune 8 --plans plans/   # record, tune each op for its calls, save the plans
+    python benchmarks/request.py --plans plans/            # the request with the tilec ops served from them
 
 The model: `transformers`' Qwen3ForCausalLM at Qwen3-8B's layer shapes (hidden 4096, 32 heads, 8 KV heads, head
 dim 128, MLP 12288, vocabulary 151936, bfloat16, random weights), `--layers` decoder layers. A request: a prompt
@@ -66,10 +68,13 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def build_models(cfg: dict, layers: int, dtype, device: str, compile_: bool):
-    """The variants over one set of random weights: eager, compiled, tilec-patched, and layers-as-identity."""
+def build_models(cfg: dict, layers: int, dtype, device: str, compile_: bool, plans: str | None = None):
+    """The variants over one set of random weights: eager, compiled, tilec-patched (its kernels from the tuned
+    plans in `plans`, where given), and layers-as-identity."""
     from transformers import Qwen3Config, Qwen3ForCausalLM
     qwen3 = _load("qwen3_model", ROOT / "examples" / "qwen3" / "model.py")
+    if plans:
+        qwen3.kernels.use_plans(plans)
     torch.manual_seed(0)
     config = Qwen3Config(**cfg, num_hidden_layers=layers)
     eager = Qwen3ForCausalLM(config).to(device=device, dtype=dtype).eval()
@@ -117,7 +122,10 @@ def per_kernel(models, qwen3, prompt, steps, device, max_len):
     """(a): one tilec request recorded (prefill and decode apart), each (kernel, shape)'s inputs kept from its
     first call, then timed alone. Returns {phase: [{op, sizes, calls, us}]} and the recordings."""
     from tilec.runtime.kernel import Kernel
-    names = {id(target): qualname for qualname, (target, _) in _REGISTRY.items()}
+    names = {}  # id of each Kernel an op runs -> the op's name (a plan's kernels too: use_plans)
+    for qualname, (target, _) in _REGISTRY.items():
+        for k in [target, *getattr(target, "kernels", {}).values(), *getattr(target, "_generic", {}).values()]:
+            names[id(k)] = qualname
     kept: dict[tuple, tuple] = {}
     original = Kernel.__call__
 
@@ -152,8 +160,8 @@ def per_kernel(models, qwen3, prompt, steps, device, max_len):
         for name in rec.names():
             for shape_key, n in rec.calls(name).items():
                 sizes = tuple(sorted((k, int(v)) for k, v in (x.split("=") for x in shape_key.split(","))))
-                kid = next((k for k, q in names.items() if q == name), None)
-                us = next((t for (k, s), t in times.items() if s == sizes and (kid is None or k == kid)), None)
+                kids = {k for k, q in names.items() if q == name}
+                us = next((t for (k, s), t in times.items() if s == sizes and (not kids or k in kids)), None)
                 rows.append({"op": name, "sizes": dict(sizes), "calls": n, "us": us})
         table[phase] = rows
     return table, rec_prefill, rec_decode
@@ -179,7 +187,13 @@ def main(argv=None) -> dict:
     ap.add_argument("--json", metavar="PATH")
     ap.add_argument("--record", metavar="PATH", help="write the recorded calls (tc.record) to PATH")
     ap.add_argument("--cpu-check", action="store_true", help="a tiny model on the CPU (Triton's interpreter)")
+    ap.add_argument("--tune", type=int, metavar="TRIALS", help="tune each op for its recorded calls (prefill and "
+                    "decode together) with TRIALS configs, save the plans in --plans, and stop")
+    ap.add_argument("--plans", metavar="DIR", help="serve the tilec ops from the tuned plans in DIR (with --tune: "
+                    "where to write them)")
     a = ap.parse_args(argv)
+    if a.tune and not a.plans:
+        ap.error("--tune needs --plans DIR (where the plans go)")
     device = "cuda" if torch.cuda.is_available() and not a.cpu_check else "cpu"
     if a.cpu_check:
         cfg = dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16, intermediate_size=128,
@@ -189,7 +203,8 @@ def main(argv=None) -> dict:
     else:
         cfg, dtype = QWEN3_8B, torch.bfloat16
     t_start = time.perf_counter()
-    models, qwen3 = build_models(cfg, a.layers, dtype, device, compile_=not a.no_compile and not a.cpu_check)
+    models, qwen3 = build_models(cfg, a.layers, dtype, device, compile_=not (a.no_compile or a.cpu_check or a.tune),
+                                 plans=None if a.tune else a.plans)
     max_len = a.prompt + a.steps + 1
     g = torch.Generator().manual_seed(1)
     prompt = torch.randint(0, cfg["vocab_size"], (1, a.prompt), generator=g).to(device)
@@ -207,6 +222,8 @@ def main(argv=None) -> dict:
     if a.record:
         rec_p.save(a.record + ".prefill.json")
         rec_d.save(a.record + ".decode.json")
+    if a.tune:
+        return tune_ops(qwen3, rec_p, rec_d, a)
     result = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu (interpreter)",
               "torch": torch.__version__, "layers": a.layers, "prompt": a.prompt, "steps": a.steps,
               "rounds": a.rounds, "dtype": str(dtype), "per_kernel": table}
@@ -225,6 +242,39 @@ def main(argv=None) -> dict:
         if "compile" in models:
             _rounds_and_report(models, qwen3, prompt, a, device, max_len, table, tokens, failed, result, t_start)
     return result
+
+
+def tune_ops(qwen3, rec_prefill, rec_decode, a) -> dict:
+    """Each op's kernel tuned by tc.tune for the mix of its recorded calls (both phases; the KV-cache write,
+    in place with its length given at the call, is left out), each plan saved as <op name>.json in a.plans:
+    examples/qwen3's kernels.use_plans serves them."""
+    from tilec.tune.record import Recording
+    kernels = qwen3.kernels
+    both = Recording()  # the two phases' calls in one recording: the mix of the whole request
+    for rec in (rec_prefill, rec_decode):
+        for name in rec.names():
+            entry = rec._entry(name)
+            both._entries.setdefault(name, type(entry)(name, None)).calls.update(entry.calls)
+    out = Path(a.plans)
+    out.mkdir(parents=True, exist_ok=True)
+    saved = {}
+    for qualname in both.names():
+        op = qualname.split("::")[-1]
+        if op not in kernels.SPECS or kernels.SPECS[op][0] == "kv_cache_write":
+            continue
+        name, dtype, params = kernels.SPECS[op]
+        s, args = kernels.make(name, dtype, **params)
+        mix = both.mix(qualname)
+        t0 = time.perf_counter()
+        try:
+            tuned = tc.tune(s, mix, trials=a.tune, args=args, progress=False, jobs=0)
+        except tc.TilecError as e:  # no config of this kernel ran at these shapes: said, and left untuned
+            print(f"{op}: not tuned ({str(e)[:200]})", flush=True)
+            continue
+        saved[op] = tuned.save(out / f"{op}.json")
+        print(f"{op}: {len(mix.shapes)} shape(s) -> plan {tuned.chosen.name}, {tuned.chosen.T * 1e6:.1f} us/call "
+              f"weighted ({time.perf_counter() - t0:.1f} s)", flush=True)
+    return {"plans": saved}
 
 
 def _print_kernels(table) -> None:

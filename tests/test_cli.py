@@ -487,3 +487,8 @@ def test_tune_takes_a_recorded_mix_and_saves_the_plan(tmp_path):
         assert rc == 2 and "--fixed goes with --mix" in err
         rc, out, err = run(["tune", case, *MIX, "--kernel", "C"])
         assert rc == 2 and "--kernel needs --mix-from" in err
+        two = json.loads(rec.read_text())  # two kernels of outputs C (C, C#2): which one is not guessed
+        two["kernels"]["C#2"] = [[{"K": 24, "M": 8, "N": 20}, 100]]
+        rec.write_text(json.dumps(two))
+        rc, out, err = run(["tune", case, "--mix-from", rec, "--no-progress"])
+        assert rc == 2 and "2 of them named after the outputs C" in err and "--kernel NAME" in err, err

@@ -190,3 +190,34 @@ def test_record_then_tune_the_recorded_mix_then_save_and_serve(tmp_path):
     served = tc.load(tuned.save(tmp_path / "p.json"), args[-1])
     a, w = torch.randn(40, 24), torch.randn(24, 20)
     torch.testing.assert_close(served(a, w), a @ w, atol=1e-4, rtol=1e-4)
+
+
+def test_a_loaded_plan_saves_the_same_file_and_a_tampered_one_is_refused(tmp_path):
+    """Review findings, regression tests: the generic config survives load and save (it was the first shape's
+    config), the order of the kernel's tensors is part of the fingerprint (reversed, a call would bind other
+    tensors), and a mix that misses one of the schedule's sizes is an ArgumentError (was a KeyError)."""
+    tuned = _tuned(tmp_path)
+    first = json.loads(Path(tuned.save(tmp_path / "a.json")).read_text())
+    s, args = tune_case.make()
+    again = json.loads(Path(tc.load(tmp_path / "a.json", args[-1]).save(tmp_path / "b.json")).read_text())
+    assert again["generic"] == first["generic"] and again["configs"] == first["configs"]
+    for change, match in ((lambda d: d.update(args=list(reversed(d["args"]))), "compute something else"),
+                          (lambda d: [sh.pop("K") for sh in d["mix"]["shapes"]] and d["mix"].update(fixed={}),
+                           "does not give size K")):
+        bad = json.loads(json.dumps(first))
+        change(bad)
+        (tmp_path / "bad.json").write_text(json.dumps(bad))
+        s, args = tune_case.make()
+        with pytest.raises(tc.ArgumentError, match=match):
+            tc.load(tmp_path / "bad.json", args[-1])
+
+
+def test_a_recording_whose_calls_give_different_size_names_is_refused(tmp_path):
+    bad = tmp_path / "r.json"
+    bad.write_text(json.dumps({"format": "tilec-recording", "version": 1,
+                               "kernels": {"C": [[{"M": 1, "N": 2}, 1], [{"M": 1, "K": 2}, 1]]}}))
+    with pytest.raises(tc.ArgumentError, match="same size names"):
+        tc.load_recording(bad)
+    bad.write_text(json.dumps({"format": "tilec-recording", "version": 1, "kernels": {"C": [[{}, 1]]}}))
+    with pytest.raises(tc.ArgumentError, match="same size names, at least one"):
+        tc.load_recording(bad)

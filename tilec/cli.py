@@ -111,14 +111,15 @@ def recorded_mix(path: str, kernel: str | None, sched):
     names = rec.names()
     if kernel is None:
         own = "_".join(t.name for t in sched.outputs)
-        ours = [n for n in names if n == own]
+        ours = [n for n in names if n == own or n.startswith(own + "#")]  # "Y#2": another kernel of outputs Y
         if len(names) == 1:
             kernel = names[0]
         elif len(ours) == 1:
             kernel = ours[0]
         else:
-            raise UserError(f"--mix-from {path}: it recorded {len(names)} kernels ({', '.join(names) or 'none'}); "
-                            f"name one with --kernel NAME")
+            raise UserError(f"--mix-from {path}: it recorded {len(names)} kernels ({', '.join(names) or 'none'})"
+                            f"{f', {len(ours)} of them named after the outputs {own}' if ours else ''}; name one "
+                            f"with --kernel NAME")
     try:
         return rec.mix(kernel)
     except TilecError as e:

@@ -6,12 +6,13 @@ recording through tilec/runtime/calls.py, the hooks in `Kernel`, `Tuned` and the
     rec.mix(kernel)           # a ShapeMix weighted by the calls counted, for tc.tune
     rec.save("rec.json")      # tilec tune FILE --mix-from rec.json
 
-While a recording is open, every call of a `Kernel`, a `Tuned` and a custom op made by `as_op` counts one
+While a recording is open, every call in the process (any thread) of a `Kernel`, a `Tuned` and a custom op made by `as_op` counts one
 call of its sizes (the values of the schedule's size names, read from the inputs' shapes as a call reads
 them). A call is counted once, by the outermost of them: an op's call under the op's name (`tilec::rms_norm`),
 not again under the Tuned it runs, nor under the Tuned's kernel. A call that raises is not counted. Calls
 traced by torch.compile (the op's fake) are not calls and are not counted; the compiled graph's real calls
-are. With no recording open, the cost to a call is one test of an empty list.
+are. A CUDA graph's replays (`graphed`, torch.compile's "reduce-overhead") launch no call and are not counted:
+record a program before capturing it. With no recording open, the cost to a call is one test of an empty list.
 
 Sizes of 0 are kept in the counts but left out of a mix (a ShapeMix holds sizes of at least 1, and such a call
 does no work). A long tail of shapes (a decode position per step) is bucketed the way the tuner's bucket plan
@@ -103,14 +104,18 @@ class Recording:
         raise ArgumentError(f"record: {_describe(what)} was not called while this recording was open; it recorded "
                             f"{', '.join(self._entries) or 'no call'}")
 
+    def _counts(self, e: _Entry) -> Counter:
+        with _LOCK:  # a copy: another thread may be counting into the open recording
+            return Counter(e.calls)
+
     def calls(self, what) -> dict[str, int]:
         """The calls of a kernel, Tuned, op or name: shape key ("M=1,N=4096") -> count, most called first."""
         e = self._entry(what)
-        return {",".join(f"{k}={v}" for k, v in shape): n for shape, n in e.calls.most_common()}
+        return {",".join(f"{k}={v}" for k, v in shape): n for shape, n in self._counts(e).most_common()}
 
     def total(self, what) -> int:
         """How many calls of a kernel, Tuned, op or name were recorded."""
-        return sum(self._entry(what).calls.values())
+        return sum(self._counts(self._entry(what)).values())
 
     def mix(self, what, *, max_shapes: int = 16):
         """The `ShapeMix` of a kernel's calls, weighted by their counts: each shape recorded where there are at
@@ -133,7 +138,7 @@ class Recording:
         if type(max_shapes) is not int or max_shapes < 1:
             raise ArgumentError(f"record.mix: max_shapes={max_shapes!r}; give a positive int")
         e = self._entry(what)
-        calls = {shape: n for shape, n in e.calls.items() if all(v >= 1 for _, v in shape)}
+        calls = {shape: n for shape, n in self._counts(e).items() if all(v >= 1 for _, v in shape)}
         if not calls:
             raise ArgumentError(f"record.mix: every call of {e.name} had a size 0 ({self.calls(e.name)}); a "
                                 f"mix holds sizes of at least 1")
@@ -150,9 +155,11 @@ class Recording:
     # -- files -------------------------------------------------------------------------------------------------
     def to_json(self) -> str:
         """The recording as JSON text: {"format", "version", "kernels": {name: [[sizes, count], ...]}}."""
+        with _LOCK:
+            entries = {n: Counter(e.calls) for n, e in self._entries.items()}
         return json.dumps({"format": FORMAT, "version": VERSION,
-                           "kernels": {n: [[dict(s), c] for s, c in e.calls.most_common()]
-                                       for n, e in self._entries.items()}}, indent=1)
+                           "kernels": {n: [[dict(s), c] for s, c in calls.most_common()]
+                                       for n, calls in entries.items()}}, indent=1)
 
     def save(self, path: str | os.PathLike) -> str:
         """Write the recording as JSON to `path` (replacing it), for `tilec tune FILE --mix-from PATH` or
@@ -165,7 +172,9 @@ class Recording:
         return os.fspath(path)
 
     def __repr__(self) -> str:
-        rows = [f"  {n}: {sum(e.calls.values())} call(s), {len(e.calls)} shape(s)" for n, e in self._entries.items()]
+        with _LOCK:
+            rows = [f"  {n}: {sum(e.calls.values())} call(s), {len(e.calls)} shape(s)"
+                    for n, e in self._entries.items()]
         return "<Recording\n" + "\n".join(rows) + ">" if rows else "<Recording: no call>"
 
 
@@ -268,5 +277,8 @@ def load_recording(path: str | os.PathLike) -> Recording:
                 raise ArgumentError(f"{where}: kernel {name!r}: {str(item)[:120]} is not [sizes, count] (sizes an "
                                     f"object of size name -> int >= 0, count an int >= 1)")
             e.calls[tuple(sorted(item[0].items()))] += item[1]
+        if len({tuple(k for k, _ in shape) for shape in e.calls}) > 1 or any(not shape for shape in e.calls):
+            raise ArgumentError(f"{where}: kernel {name!r}: its calls must all give the same size names, at least "
+                                f"one (a kernel's sizes); got {sorted({tuple(k for k, _ in s) for s in e.calls})}")
         rec._entries[name] = e
     return rec

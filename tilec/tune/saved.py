@@ -62,8 +62,10 @@ class PlanMismatch(UserWarning):
     """
 
 
-def _fingerprint(sched) -> str:
-    return hashlib.sha256(sched.fingerprint().encode()).hexdigest()[:16]
+def _fingerprint(sched, args: list[str]) -> str:
+    """The computation, its schedule and the order of the kernel's tensors (which tensor a call's position
+    binds to), hashed."""
+    return hashlib.sha256((sched.fingerprint() + "\nargs: " + ",".join(args)).encode()).hexdigest()[:16]
 
 
 def _versions() -> dict[str, str]:
@@ -76,12 +78,14 @@ def to_dict(tuned) -> dict:
     from tilec.tune.study import _device_name
     generic = next((o for o in tuned.options if o.name == "generic"), tuned.chosen)
     return {"format": FORMAT, "version": VERSION, **_versions(), "device": _device_name(),
-            "study": getattr(tuned.study, "study_name", None), "fingerprint": _fingerprint(tuned.sched),
+            "study": getattr(tuned.study, "study_name", None),
+            "fingerprint": _fingerprint(tuned.sched, [t.name for t in tuned.args]),
             "trace": tuned.sched.trace.to_json(), "args": [t.name for t in tuned.args],
             "mix": {"shapes": [dict(s) for s in tuned.mix.shapes], "weights": list(tuned.mix.weights),
                     "fixed": dict(tuned.mix.fixed)},
             "plan": {"name": tuned.chosen.name, "T": tuned.chosen.T, "P": tuned.chosen.P},
             "configs": dict(tuned.chosen.configs), "generic": next(iter(generic.configs.values())),
+            "generic_T": generic.T,
             "expected_calls": tuned.calls}
 
 
@@ -143,17 +147,21 @@ def load(path: str | os.PathLike, outputs: Tensor | Sequence[Tensor]) -> Tuned:
                                 f"{ {str: 'string', list: 'list', dict: 'object'}[kind]}")
     outs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
     sched = replay(Trace.from_json(data["trace"]), outs)
-    if _fingerprint(sched) != data["fingerprint"]:
+    names = data["args"]
+    if not all(isinstance(n, str) for n in names) or _fingerprint(sched, names) != data["fingerprint"]:
         raise ArgumentError(f"{where}: these outputs ({', '.join(t.name for t in outs)}) compute something else "
                             f"than the plan was tuned for (the computation or its schedule differs from the "
                             f"saved one's fingerprint); pass the outputs of the compute the plan was tuned on, "
                             f"or tune this one")
-    names = data["args"]
-    if not all(isinstance(n, str) and n in sched.tensors for n in names) or len(set(names)) != len(names):
+    if not all(n in sched.tensors for n in names) or len(set(names)) != len(names):
         raise ArgumentError(f"{where}: args {str(names)[:200]} are not distinct tensors of the schedule "
                             f"({', '.join(sched.tensors)})")
     args = [sched.tensors[n] for n in names]
     mix = _mix(data["mix"], where)
+    try:  # each shape gives exactly the schedule's sizes
+        mix.check_sizes(sched, "the plan's schedule", "a saved mix names every size of its schedule")
+    except ArgumentError as e:
+        raise ArgumentError(f"{where}: \"mix\": {e}") from None
     knobs = {n: list(k.choices) for n, k in sched.knobs.items()}
     keys = [ShapeMix.key(s) for s in mix.shapes]
     configs, generic = data["configs"], data["generic"]
@@ -177,11 +185,20 @@ def load(path: str | os.PathLike, outputs: Tensor | Sequence[Tensor]) -> Tuned:
                                    f"serving every shape with its generic config {generic}; tune here for this "
                                    f"machine's plan"), stacklevel=2)
         name, configs = "generic", {k: generic for k in keys}
-        notes.append("generic config on every shape: tuned on another device or Triton version")
+        notes.append("generic config on every shape: tuned on another device or Triton version (its time was "
+                     "measured there: T is unknown here)")
     calls = data.get("expected_calls")
     calls = calls if type(calls) in (int, float) and calls > 0 else 1e6
-    chosen = PlanOption(name, {k: dict(configs[k]) for k in keys}, float(T), float(P), notes)
-    return Tuned(sched, args, mix, None, chosen, [chosen], calls, plan_kernels(sched, args, mix, chosen))
+    gT = data.get("generic_T")
+    gT = float(gT) if type(gT) in (int, float) and math.isfinite(gT) else math.nan  # measured there, not here
+    generic_opt = PlanOption("generic", {k: dict(generic) for k in keys}, gT if not differs else math.nan,
+                             float(P), list(notes))
+    if name == "generic":
+        chosen, opts = generic_opt, [generic_opt]
+    else:  # the generic option kept beside the chosen one: a loaded plan saves the same file again
+        chosen = PlanOption(name, {k: dict(configs[k]) for k in keys}, float(T), float(P), notes)
+        opts = [chosen, generic_opt]
+    return Tuned(sched, args, mix, None, chosen, opts, calls, plan_kernels(sched, args, mix, chosen))
 
 
 def _mix(m: dict, where: str) -> ShapeMix:
