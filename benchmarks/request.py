@@ -198,7 +198,7 @@ def main(argv=None) -> dict:
     if a.cpu_check:
         cfg = dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16, intermediate_size=128,
                    vocab_size=256, max_position_embeddings=512)
-        a.layers, a.prompt, a.steps, a.rounds = min(a.layers, 2), min(a.prompt, 7), min(a.steps, 2), min(a.rounds, 1)
+        a.layers, a.prompt, a.steps, a.rounds = min(a.layers, 1), min(a.prompt, 5), min(a.steps, 2), min(a.rounds, 1)
         dtype = torch.float32
     else:
         cfg, dtype = QWEN3_8B, torch.bfloat16
