@@ -140,7 +140,7 @@ def per_kernel(models, qwen3, prompt, steps, device, max_len):
     cache = make_cache("tilec", models, qwen3, max_len)
     Kernel.__call__ = keeping
     try:
-        with torch.no_grad():
+        with torch.no_grad(), tc.record() as rec_all:  # the whole request, and each phase apart
             with tc.record() as rec_prefill:
                 out = model(input_ids=prompt, cache=cache, use_cache=True, logits_to_keep=1)
             tok = out.logits[:, -1].argmax(-1, keepdim=True)
@@ -164,7 +164,7 @@ def per_kernel(models, qwen3, prompt, steps, device, max_len):
                 us = next((t for (k, s), t in times.items() if s == sizes and (not kids or k in kids)), None)
                 rows.append({"op": name, "sizes": dict(sizes), "calls": n, "us": us})
         table[phase] = rows
-    return table, rec_prefill, rec_decode
+    return table, rec_prefill, rec_decode, rec_all
 
 
 def _time(fn, device: str) -> float:
@@ -218,12 +218,12 @@ def main(argv=None) -> dict:
         tokens[name] = request(models[name], make_cache(name, models, qwen3, max_len), prompt, a.steps, device)[2]
         print(f"warm-up {name}: {time.perf_counter() - t:.1f} s", flush=True)
 
-    table, rec_p, rec_d = per_kernel(models, qwen3, prompt, a.steps, device, max_len)
+    table, rec_p, rec_d, rec_all = per_kernel(models, qwen3, prompt, a.steps, device, max_len)
     if a.record:
         rec_p.save(a.record + ".prefill.json")
         rec_d.save(a.record + ".decode.json")
     if a.tune:
-        return tune_ops(qwen3, rec_p, rec_d, a)
+        return tune_ops(qwen3, rec_all, a)
     result = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu (interpreter)",
               "torch": torch.__version__, "layers": a.layers, "prompt": a.prompt, "steps": a.steps,
               "rounds": a.rounds, "dtype": str(dtype), "per_kernel": table}
@@ -244,37 +244,10 @@ def main(argv=None) -> dict:
     return result
 
 
-def tune_ops(qwen3, rec_prefill, rec_decode, a) -> dict:
-    """Each op's kernel tuned by tc.tune for the mix of its recorded calls (both phases; the KV-cache write,
-    in place with its length given at the call, is left out), each plan saved as <op name>.json in a.plans:
-    examples/qwen3's kernels.use_plans serves them."""
-    from tilec.tune.record import Recording
-    kernels = qwen3.kernels
-    both = Recording()  # the two phases' calls in one recording: the mix of the whole request
-    for rec in (rec_prefill, rec_decode):
-        for name in rec.names():
-            entry = rec._entry(name)
-            both._entries.setdefault(name, type(entry)(name, None)).calls.update(entry.calls)
-    out = Path(a.plans)
-    out.mkdir(parents=True, exist_ok=True)
-    saved = {}
-    for qualname in both.names():
-        op = qualname.split("::")[-1]
-        if op not in kernels.SPECS or kernels.SPECS[op][0] == "kv_cache_write":
-            continue
-        name, dtype, params = kernels.SPECS[op]
-        s, args = kernels.make(name, dtype, **params)
-        mix = both.mix(qualname)
-        t0 = time.perf_counter()
-        try:
-            tuned = tc.tune(s, mix, trials=a.tune, args=args, progress=False, jobs=0)
-        except tc.TilecError as e:  # no config of this kernel ran at these shapes: said, and left untuned
-            print(f"{op}: not tuned ({str(e)[:200]})", flush=True)
-            continue
-        saved[op] = tuned.save(out / f"{op}.json")
-        print(f"{op}: {len(mix.shapes)} shape(s) -> plan {tuned.chosen.name}, {tuned.chosen.T * 1e6:.1f} us/call "
-              f"weighted ({time.perf_counter() - t0:.1f} s)", flush=True)
-    return {"plans": saved}
+def tune_ops(qwen3, rec_all, a) -> dict:
+    """Each op's kernel tuned for the mix of its calls in the whole recorded request (kernels.tune_plans), the
+    plans saved in a.plans, where examples/qwen3's kernels.use_plans serves them."""
+    return {"plans": qwen3.kernels.tune_plans(rec_all, a.plans, a.tune, jobs=0)}
 
 
 def _print_kernels(table) -> None:

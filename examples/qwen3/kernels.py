@@ -387,6 +387,34 @@ def use_plans(directory) -> None:
     PLANS.append(Path(directory))
 
 
+def tune_plans(rec, out, trials: int, only=None, **tune_options) -> dict[str, str]:
+    """Tune each op recorded in `rec` (a tc.record Recording; the ops made by op(), those of `only` where given)
+    for the mix of its recorded calls and save the plan as `out`/<op name>.json, where use_plans finds it. The
+    KV-cache write (in place, its cache length given at the call) is left out, and so is an op none of whose
+    configs ran at its shapes (said). Returns op name -> path."""
+    import time
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    saved = {}
+    for qualname in rec.names():
+        op_ = qualname.split("::")[-1]
+        if op_ not in SPECS or SPECS[op_][0] == "kv_cache_write" or (only is not None and SPECS[op_][0] not in only):
+            continue
+        name, dtype, params = SPECS[op_]
+        s, args = make(name, dtype, **params)
+        mix = rec.mix(qualname)
+        t0 = time.perf_counter()
+        try:
+            tuned = tc.tune(s, mix, trials=trials, args=args, progress=False, **tune_options)
+        except tc.TilecError as e:  # no config of this kernel ran at these shapes: said, and left untuned
+            print(f"{op_}: not tuned ({str(e)[:200]})", flush=True)
+            continue
+        saved[op_] = tuned.save(out / f"{op_}.json")
+        print(f"{op_}: {mix} -> plan {tuned.chosen.name}, {tuned.chosen.T * 1e6:.1f} us/call "
+              f"({time.perf_counter() - t0:.1f} s) -> {saved[op_]}", flush=True)
+    return saved
+
+
 def planned() -> list[str]:
     """The ops made so far that are served from a tuned plan (use_plans), by op name."""
     return [op for op, (name, dtype, params) in SPECS.items()

@@ -17,7 +17,6 @@ import argparse
 import importlib.util
 import os
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -67,25 +66,7 @@ def main(argv=None) -> dict[str, str]:
         for _ in range(a.steps):
             tok = model(input_ids=tok, cache=cache, use_cache=True).logits[:, -1].argmax(-1, keepdim=True)
     print(rec)
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    saved = {}
-    for qualname in rec.names():
-        op = qualname.split("::")[-1]
-        if op not in kernels.SPECS or kernels.SPECS[op][0] not in only:
-            continue
-        name, dtype, params = kernels.SPECS[op]
-        s, args = kernels.make(name, dtype, **params)
-        mix = rec.mix(qualname)
-        t0 = time.perf_counter()
-        try:
-            tuned = tc.tune(s, mix, trials=a.trials, args=args, storage=a.storage, progress=False)
-        except tc.TilecError as e:  # no config of this kernel ran at these shapes: said, and left untuned
-            print(f"{op}: not tuned ({str(e)[:200]})", flush=True)
-            continue
-        saved[op] = tuned.save(out / f"{op}.json")
-        print(f"{op}: {mix} -> plan {tuned.chosen.name}, {tuned.chosen.T * 1e6:.1f} us/call "
-              f"({time.perf_counter() - t0:.1f} s) -> {saved[op]}", flush=True)
+    saved = kernels.tune_plans(rec, a.out, a.trials, only=only, storage=a.storage)
     return saved
 
 
