@@ -650,3 +650,42 @@ def test_a_loop_bounded_by_a_length_read_from_data(rows_per_program):
     x[pad] = float("nan")  # past each row's end: masked, never reaches the output
     want = (torch.softmax(torch.where(pad, float("-inf"), x.double()), 1) * torch.where(pad, 0.0, v.double())).sum(1)
     torch.testing.assert_close(kern(x, v, lens).double(), want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("parts", [3, 8])
+def test_a_loop_bounded_by_a_length_split_in_parts(parts):
+    """split_k of a length-bounded loop (a CUDA-graph decode over a whole preallocated cache, examples/qwen3):
+    each part runs its chunk of the tiles below the row's length, not of the whole row, so a key past the
+    last tile is never read. V is inf there: a part running those tiles masked would give 0 * inf = NaN."""
+    s, args = _ragged_softmax_sum(1)
+    O = s.stages["O"]
+    O.split_k(next(a for a in O.leaves if a.name == "j3o"), parts)
+    kern = tc.build(s, args)
+    src = kern.source
+    assert "chunk_j3o = tl.cdiv(tl.maximum(j3o_hi, 0), " in src and "tl.range(j3o_part_lo, j3o_part_hi" in src
+    x, v = torch.randn(7, 61), torch.randn(7, 61)
+    lens = torch.tensor([61, 1, 8, 9, 16, 30, 2], dtype=torch.int32)
+    pad = torch.arange(61)[None, :] >= lens[:, None].long()
+    x[pad] = float("nan")
+    past_last_tile = torch.arange(61)[None, :] >= (lens[:, None].long() + 7) // 8 * 8
+    v[past_last_tile] = float("inf")
+    want = (torch.softmax(torch.where(pad, float("-inf"), x.double()), 1) * torch.where(pad, 0.0, v.double())).sum(1)
+    torch.testing.assert_close(kern(x, v, lens).double(), want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_causal_attention_split_in_parts_runs_each_query_tiles_keys():
+    """Causal attention with its key loop split in parts: each part's chunk is cut from the query tile's own
+    keys (up to its diagonal), from the mask at the tile's corners."""
+    att = _attention()
+    s, args = att.make(causal=True, d=32, dtype="float16", split=True)
+    O = s.stages["O"]
+    O.k_split = None
+    O.split_k(next(a for a in O.leaves if a.name == "jo"), 3)
+    kern = tc.build(s, args, config={"BM": 16, "BN": 16})
+    assert "chunk_jo = tl.cdiv(tl.maximum(jo_hi, 0), 3)" in kern.source
+    for sizes in ({"Z": 1, "H": 2, "N": 45}, {"Z": 2, "H": 1, "N": 16}, {"Z": 1, "H": 1, "N": 1}):
+        q, k, v = att.inputs(sizes, DEVICE, d=32, dtype=torch.float16)
+        out = kern(q, k, v).double()
+        ref = att.reference(q, k, v, causal=True).double()
+        assert ((out - ref).norm() / ref.norm()).item() < 2e-3, sizes

@@ -576,7 +576,11 @@ class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, Scans, Sort
         role = f"{x.name}.{a.name}: {'unrolled' if lay.kind[a] == 'unroll' else 'serial'} {what} loop" + \
             (f" of {scan.name}" if what == "scan" else "")
         extent, start = self.scalar(a.extent), None
-        if self.part is not None and x is self.root and a is self.split.axis:  # this program's chunk
+        if piece is not None:  # an online loop's tiles (online_pieces; under split_k, this part's chunk of them)
+            start, extent, what = piece
+            start = None if start == c.Num(0) else start
+            role = f"{x.name}.{a.name}: serial reduction loop, {what}"
+        elif self.part is not None and x is self.root and a is self.split.axis:  # this program's chunk
             chunk = self.fresh(f"chunk_{a.name}")
             whole = extent
             value = c.call("cdiv", whole, self._parts())
@@ -584,10 +588,6 @@ class KernelBuilder(CacheReads, OnlineLoop, SplitKParts, Reductions, Scans, Sort
             start = c.BinOp("*", c.Name(self.part), c.Name(chunk))
             extent = c.call("minimum", c.BinOp("+", start, c.Name(chunk)), whole)
             role = f"{x.name}.{a.name}: serial reduction loop, one chunk per part (split_k)"
-        if piece is not None:
-            start, extent, what = piece
-            start = None if start == c.Num(0) else start
-            role = f"{x.name}.{a.name}: serial reduction loop, {what}"
         loop = For(loop_vars[a], extent, lay.kind[a], stages, role,
                    key=f"{x.name}.{a.name}", start=start)
         out.append(loop)

@@ -67,9 +67,10 @@ class OnlineLoop:
             out.append(AccInit(name, self.shape(dims), init, "float32",
                                Note((init, f"  # float32 running {t.body.op} of {t.name}"), dims)))
             accs[t.name] = (name, dims, "float32")
-        if looped and form.mask is not None and factor_value(x.online_skip, self.config) and self.split is None:
+        if looped and form.mask is not None and factor_value(x.online_skip, self.config) \
+                and (self.split is None or self.part is not None):  # (split_k: in its partial kernel)
             saved, self.stmts = self.stmts, out  # the bounds go here, before the loop (fuzz seed 8201491)
-            self._online_bounds(placed, form, out)  # (split_k: every tile of the chunk, masked)
+            self._online_bounds(placed, form, out)
             self.stmts = saved
         return accs
 
@@ -89,7 +90,9 @@ class OnlineLoop:
         """Where the max's operand is where(cond, x, -inf) with cond linear in the axes: the tiles of the
         online loop where cond holds somewhere (the others add each member's identity) and those where it
         holds everywhere (no mask needed), from cond at the tile's corners; the loop then runs as up to
-        three loops in order: masked, unmasked, masked. Nothing is done where cond is not of that form."""
+        three loops in order: masked, unmasked, masked. Nothing is done where cond is not of that form.
+        In split_k's partial kernel the tiles where cond holds somewhere are cut in the parts' chunks (each
+        part's tiles masked): a ragged length bounds the work of every part, as flash-decoding's split."""
         from tilec.ir.online import inequalities
         x, lay = placed.stage, placed.layout
         (j,) = x.tensor.body.axes
@@ -173,12 +176,24 @@ class OnlineLoop:
             return out_
         name = lay.loops[loops[0]].name
         cond = repr(form.mask)
-        out.append(Comment(f"{x.name}.{name}: only the tiles where {cond} holds somewhere; unmasked where it holds "
-                           f"everywhere (the other tiles add nothing: exp(-inf) = 0)"))
+        split = self.part is not None and x is self.root and lay.loops[loops[0]] is self.split.axis
+        if self.part is not None and not split:
+            return  # split_k of another loop: its chunks are the loop's own (every tile of the chunk, masked)
+        out.append(Comment(f"{x.name}.{name}: only the tiles where {cond} holds somewhere" + (
+            ", cut in the parts' chunks" if split else "; unmasked where it holds everywhere")
+            + " (the other tiles add nothing: exp(-inf) = 0)"))
         lo = self.emit_stmt(f"{name}_lo", fold("maximum", lowers)) if lowers else c.Num(0)
         hi = self.emit_stmt(f"{name}_hi", fold("minimum", uppers + [n])) if uppers else n
         pieces = []
-        if whole:
+        if split:
+            zero = lo == c.Num(0)
+            span = c.call("maximum", hi if zero else c.BinOp("-", hi, lo), 0)
+            chunk = self.emit_stmt(f"chunk_{name}", c.call("cdiv", span, self._parts()))
+            first = c.BinOp("*", c.Name(self.part), chunk)
+            p_lo = self.emit_stmt(f"{name}_part_lo", first if zero else c.BinOp("+", lo, first))
+            p_hi = self.emit_stmt(f"{name}_part_hi", c.call("minimum", c.BinOp("+", p_lo, chunk), hi))
+            pieces.append((p_lo, p_hi, set(), f"this part's chunk of the tiles where {cond} holds somewhere (masked)"))
+        elif whole:
             f_lo = self.emit_stmt(f"{name}_full_lo", fold("minimum", [fold("maximum", full_lo + [lo]), hi])
                                   if full_lo else lo)
             f_hi = self.emit_stmt(f"{name}_full_hi", fold("maximum", [fold("minimum", full_hi + [hi]), f_lo])
