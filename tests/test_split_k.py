@@ -115,6 +115,33 @@ def test_the_epilogue_inside_the_partial_loop_is_still_refused():
         s2[Y].compute_at(s2[C], ko)
 
 
+@pytest.mark.parametrize("place", ["ii", "ko", "io"])
+def test_an_output_computed_inside_the_split_loop_is_refused_not_dropped(place):
+    """Fuzz seed 42001095: D (another output, not reading C) computed at C.ii, inside the loop split_k runs in
+    parts, was in neither kernel (skipped in the partial, no such loop in the combine): D came back unwritten.
+    Inside the split loop it is refused; at C.io, outside it, it is computed (in the combine kernel)."""
+    M = tc.size_vars("M")
+    X = tc.placeholder((3, M), "float32", name="X")
+    k = tc.reduce_axis(M, name="k")
+    C = tc.compute((3,), lambda i: tc.sum(X[i, k], axis=k), name="C")
+    D = tc.compute((3, M), lambda i, j: X[i, j] * 2, name="D")
+    s = tc.create_schedule([C, D])
+    io, ii = s[C].split(C.axis[0], 32)
+    ko, ki = s[C].split(k, 4)
+    s[C].reorder(io, ko, ii, ki)
+    s[C].split_k(ko, 4)
+    s[D].compute_at(s[C], {"ii": ii, "ko": ko, "io": io}[place])
+    if place != "io":
+        with pytest.raises(tc.LoweringError, match=r"^C\.split_k\(ko\): D is computed inside C's loop ko, which "
+                                                   r"split_k runs in parts"):
+            tc.build(s, [X, C, D])
+        return
+    x = torch.randn(3, 13)
+    c, d = tc.build(s, [X, C, D])(x)
+    torch.testing.assert_close(c, x.sum(1))
+    torch.testing.assert_close(d, 2 * x)
+
+
 def test_what_split_k_refuses():
     A, W, C, Y = gemm_silu("float16", in_dtype="float32")
     s = tc.create_schedule(Y)

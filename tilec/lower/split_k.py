@@ -57,8 +57,9 @@ def plan(program, root) -> SplitK | None:
     """split_k on `root` (a placed root stage of `program`), decided once for its two kernels: None where
     the stage has no split_k or its loop runs once at these sizes; else the loop, the parts, the grid
     dimension and the workspaces (registered in `program.workspaces`). Refused with a `LoweringError`
-    where the split cannot be made (persistent grid, not the outermost reduction loop, an unrolled loop,
-    compute_with, no free grid dimension, atomics over an online loop)."""
+    where the split cannot be made (persistent grid, not the outermost reduction loop, an unrolled loop, a
+    stage computed inside the split loop after the root, compute_with, no free grid dimension, atomics over
+    an online loop)."""
     st = root.stage
     if st.k_split is None:
         return None
@@ -78,6 +79,13 @@ def plan(program, root) -> SplitK | None:
                                "and keep the outer part as a loop)"))
     if lay.kind[axis] != "serial":
         raise LoweringError(f"{what}: {axis.name} is an unrolled loop; split-K runs a serial loop in parts")
+    outer = list(st.leaves[:st.leaves.index(axis)]) if axis in st.leaves else []
+    inside = sorted(o.name for level, placed in root.consumers.items() if level >= lay.first_reduce for o in placed)
+    if inside:  # the partial kernel leaves consumers to the combine, which has no such loop (fuzz seed 42001095)
+        raise LoweringError(f"{what}: {', '.join(inside)} {'is' if len(inside) == 1 else 'are'} computed inside "
+                            f"{st.name}'s loop {axis.name}, which split_k runs in parts on programs of their own; "
+                            f"compute {'it' if len(inside) == 1 else 'them'} at an axis of {st.name} outside "
+                            f"{axis.name} ({', '.join(a.name for a in outer) or 'none'}) or at the root")
     if st.fused_with is not None or any(o.fused_with and o.fused_with[0] is st for o in program.sched.stages.values()):
         raise LoweringError(f"{what}: not with compute_with in the same kernel yet")
     used = set(st.binds.values())
