@@ -547,3 +547,29 @@ def test_progress_argument_is_checked(tmp_path):
     with pytest.raises(tc.ArgumentError, match=r"progress must be True, False or None \(shown on a terminal\), "
                                                r"got 'yes'"):
         tc.tune(s, tune_case.MIX, trials=1, args=args, storage=f"sqlite:///{tmp_path / 'p.db'}", progress="yes")
+
+
+def test_a_knob_whose_every_choice_exceeds_the_shapes_keeps_its_smallest():
+    """Tiles larger than every shape are pruned, but for the knob's smallest choice: RMSNorm's BLOCK (1024,
+    2048, 4096, 256) on rows of 64 (the tiny Qwen3) left tc.tune nothing to measure. Its smallest, 256, stays;
+    a choice that fits is still preferred to it where one exists (a larger one is pruned beside it)."""
+    from tilec.tune.space import SearchSpace
+    M, N = tc.size_vars("M N")
+    X = tc.placeholder((M, N), "float32", name="X")
+    Y = tc.compute((M, N), lambda r, c: X[r, c] * 2, name="Y")
+    s = tc.create_schedule(Y)
+    r, c = Y.axis
+    co, ci = s[Y].split(c, tc.knob("BLOCK", [1024, 2048, 4096, 256]))
+    s[Y].bind(r, "program_id.0")
+    small = SearchSpace(s, tc.ShapeMix([({"M": 3, "N": 64}, 1)]))
+    ok = [cfg["BLOCK"] for cfg in small.configs() if small.feasible(cfg).ok]
+    assert ok == [256]
+    assert "its smallest choice 256 is tried" in small.feasible({"BLOCK": 1024}).reason
+    wide = SearchSpace(s, tc.ShapeMix([({"M": 3, "N": 1500}, 1)]))
+    assert [cfg["BLOCK"] for cfg in wide.configs() if wide.feasible(cfg).ok] == [1024, 2048, 256]
+    x = torch.randn(3, 64)
+    with pytest.warns(UserWarning, match="the space has only 1 that can be measured"):
+        tuned = tc.tune(s, tc.ShapeMix([({"M": 3, "N": 64}, 1)]), trials=2, args=[X, Y], progress=False,
+                        timer=lambda kernel, inputs: 1e-6)
+    assert [cfg["BLOCK"] for cfg in tuned.chosen.configs.values()] == [256]
+    torch.testing.assert_close(tuned(x), 2 * x)

@@ -1,6 +1,7 @@
 """The search space of a schedule (its knobs), and what is pruned before anything compiles:
 configs whose shared memory (isl footprints x pipeline stages) or register estimate cannot fit one
-program on the device, and tiles larger than every shape of the mix needs."""
+program on the device, and tiles larger than every shape of the mix needs (but for each knob's smallest
+choice, so that a knob whose every choice is too large still has one)."""
 
 from __future__ import annotations
 
@@ -57,9 +58,12 @@ class SearchSpace:
                 except Exception:  # noqa: BLE001 - an extent of unknown sizes bounds nothing
                     continue
                 padded = 1 << max(largest - 1, 0).bit_length()
-                if config[name] > max(padded, 16):
+                # the knob's smallest choice is kept even so: a tile over the extent is wasteful, not wrong,
+                # and pruning every choice would leave no config to tune (RMSNorm's BLOCK at hidden 64)
+                if config[name] > max(padded, 16) and config[name] > min(self.knobs[name]):
                     return Feasibility(False, f"tile {name}={config[name]} exceeds every shape's extent "
-                                              f"(largest {largest})")
+                                              f"(largest {largest}; its smallest choice "
+                                              f"{min(self.knobs[name])} is tried)")
         try:
             resources = analysis_for(self.sched, config).resources
         except TilecError as e:
