@@ -465,3 +465,55 @@ def test_cuda_graphs_benchmark_smoke(tmp_path, capsys):
     graphed_rows = [r for r in rows if r["variant"] == "tilec graphed"]
     assert len(graphed_rows) == 2 and all(
         (r["rel_err"] is not None) if CUDA else r["graphed"].startswith("refused: ") for r in graphed_rows)
+
+
+def _cache_write():
+    """k_cache[b, start[0] + t, d] = k[b, t, d], in place (a scatter with init=None); TMAX, the cache's length,
+    is in no input's shape: a call gives it, and the op reads it from the cache it updates."""
+    B, S, D, TMAX = tc.size_vars("B S D TMAX")
+    k = tc.placeholder((B, S, D), "float32", name="k")
+    start = tc.placeholder((1,), "int64", name="start")
+    cache = tc.scatter((B, TMAX, D), (B, S, D), lambda b, t, d: (b, start[0] + t, d), lambda b, t, d: k[b, t, d],
+                       unique=True, init=None, dtype="float32", name="k_cache")
+    return tc.build(tc.create_schedule(cache), [k, start, cache])
+
+
+def test_an_in_place_kernel_is_an_op_that_mutates_its_outputs():
+    """A kernel whose outputs are in-place scatters is an op taking them after its inputs as updated tensors
+    (`Tensor(a!)`), returning nothing: eagerly, in torch.compile's graph (functionalized: the update is kept)
+    and through opcheck; the size in no input's shape is read from the updated tensor's."""
+    op = _cache_write().as_op(fresh("cache_write"))
+    assert str(op._opoverload._schema).endswith("(Tensor k, Tensor start, Tensor(a!) k_cache) -> ()")
+    k, cache = torch.randn(2, 3, 5), torch.randn(2, 11, 5)
+    want = cache.clone()
+    want[:, 4:7] = k
+    ptr = cache.data_ptr()
+    assert op(k, torch.tensor([4]), cache) is None
+    assert cache.data_ptr() == ptr and torch.equal(cache, want)
+
+    def step(k, start, cache):
+        op(k, start, cache)
+        return cache * 2
+
+    cache2 = torch.randn(2, 11, 5)
+    want2 = cache2.clone()
+    want2[:, 0:3] = k
+    got = torch.compile(step, backend="aot_eager", fullgraph=True)(k, torch.tensor([0]), cache2)
+    assert torch.equal(cache2, want2) and torch.equal(got, 2 * want2)
+    result = torch.library.opcheck(op, (k, torch.tensor([1]), torch.randn(2, 11, 5)))
+    assert set(result.values()) == {"SUCCESS"}, result
+    with pytest.raises(tc.ArgumentError, match=r"k_cache"):  # the cache's shape against the new keys'
+        op(k, torch.tensor([0]), torch.randn(2, 11, 4))
+
+
+def test_an_op_of_in_place_and_new_outputs_is_refused():
+    B, S, TMAX = tc.size_vars("B S TMAX")
+    k = tc.placeholder((B, S), "float32", name="k")
+    start = tc.placeholder((1,), "int64", name="start")
+    cache = tc.scatter((B, TMAX), (B, S), lambda b, t: (b, start[0] + t), lambda b, t: k[b, t], unique=True,
+                       init=None, dtype="float32", name="k_cache")
+    twice = tc.compute((B, S), lambda b, t: k[b, t] * 2, name="twice")
+    kern = tc.build(tc.create_schedule([cache, twice]), [k, start, cache, twice])
+    with pytest.raises(tc.ArgumentError, match=r"k_cache updates the out= tensor in place .* but twice is a new "
+                                               r"tensor"):
+        kern.as_op(fresh("mixed"))

@@ -1,8 +1,10 @@
 """tilec inside PyTorch: a Kernel or a Tuned as a `torch.library` custom op, and CUDA-graph replay.
 
 - `as_op(target, name)` registers `target` (a `Kernel` or a `Tuned`) as the operator `tilec::<name>`
-  (or `<namespace>::<name>`) with `torch.library.custom_op`. The op is functional, as custom ops
-  must be: it takes the kernel's inputs and returns new output tensors (no `out=`). Its fake
+  (or `<namespace>::<name>`) with `torch.library.custom_op`. The op takes the kernel's inputs and
+  returns new output tensors (no `out=`); a kernel whose outputs are all in-place scatters (init=None,
+  a KV-cache write) takes them after its inputs as tensors it updates (`Tensor(a!)` in its schema,
+  `mutates_args`), returns nothing, and reads the sizes in no input's shape from their shapes. Its fake
   implementation, which `torch.compile`, `torch.export` and FakeTensor/meta tensors use, launches
   nothing: it binds the sizes from the inputs' shapes with the kernel's own `_bind` (the same
   dimension, dtype, shape, specialization and `tc.assume` checks as a call, so a wrong call fails
@@ -29,6 +31,7 @@ import threading
 import torch
 
 from tilec.errors import ArgumentError, TilecError
+from tilec.ir.expr import SizeVar
 from tilec.runtime import calls as recording
 from tilec.runtime import triton_compat
 
@@ -85,10 +88,12 @@ def _torch_has(qualname: str) -> bool:
     return True
 
 
-def _schema(inputs, outputs) -> str:
-    """`(Tensor A, Tensor W) -> Tensor`: the tilec names where they make schema argument names."""
+def _schema(inputs, outputs, mutated=()) -> tuple[str, list[str]]:
+    """`(Tensor A, Tensor W) -> Tensor`: the tilec names where they make schema argument names. The
+    `mutated` outputs (in-place scatters) come after the inputs as written arguments, `Tensor(a!) C`, and
+    the op returns nothing. Returns the schema and the mutated arguments' names."""
     names, seen = [], set()
-    for i, t in enumerate(inputs):
+    for i, t in enumerate([*inputs, *mutated]):
         n = t.name
         if not _IDENT.match(n) or keyword.iskeyword(n) or n in ("self", "out") or n in seen:
             n = f"x{i}"
@@ -96,8 +101,29 @@ def _schema(inputs, outputs) -> str:
             n = f"{n}_"
         seen.add(n)
         names.append(n)
+    if mutated:
+        args = [f"Tensor {n}" for n in names[:len(inputs)]]
+        args += [f"Tensor({chr(ord('a') + k)}!) {n}" for k, n in enumerate(names[len(inputs):])]
+        return f"({', '.join(args)}) -> ()", names[len(inputs):]
     ret = "Tensor" if len(outputs) == 1 else f"({', '.join('Tensor' for _ in outputs)})"
-    return f"({', '.join(f'Tensor {n}' for n in names)}) -> {ret}"
+    return f"({', '.join(f'Tensor {n}' for n in names)}) -> {ret}", []
+
+
+def _sizes_from_outputs(name, call_sizes, outputs) -> dict[str, tuple[int, int]]:
+    """Where each size a call gives by name is a dimension of an in-place output (the tensor the op updates):
+    size -> (output index, dimension). Refused where one is in none of their shapes."""
+    where = {}
+    for size in call_sizes:
+        for i, t in enumerate(outputs):
+            d = next((d for d, e in enumerate(t.shape) if isinstance(e, SizeVar) and e.name == size), None)
+            if d is not None:
+                where[size] = (i, d)
+                break
+        else:
+            raise ArgumentError(f"as_op({name!r}): the size {size} is in no input's shape nor as a dimension of an "
+                                f"updated tensor (a call gives it by name); a custom op reads its sizes from its "
+                                f"tensors here. Give the kernel an input whose shape holds it")
+    return where
 
 
 def as_op(target, name: str):
@@ -109,15 +135,20 @@ def as_op(target, name: str):
     if not inputs:
         raise ArgumentError(f"as_op({name!r}): the kernel has no input tensors, so a call says neither the device "
                             f"nor the sizes; a custom op needs at least one tensor input")
-    in_place = [t.name for t in outputs if t.scatter is not None and t.scatter.init is None and t.scatter.into is None]
-    if in_place:
-        raise ArgumentError(f"as_op({name!r}): {', '.join(in_place)} updates the out= tensor in place (a scatter with "
-                            f"init=None), and a custom op here returns new tensors; scatter into a placeholder "
-                            f"(tc.scatter(X, ...): out-of-place) or give it an init")
-    if shape_kernel.call_sizes:
+    in_place = [t for t in outputs if t.scatter is not None and t.scatter.init is None and t.scatter.into is None]
+    if in_place and len(in_place) != len(outputs):
+        new = [t.name for t in outputs if t not in in_place]
+        verb = "updates" if len(in_place) == 1 else "update"
+        noun = "is a new tensor" if len(new) == 1 else "are new tensors"
+        raise ArgumentError(f"as_op({name!r}): {', '.join(t.name for t in in_place)} {verb} the out= tensor in place "
+                            f"(a scatter with init=None) but {', '.join(new)} {noun}; an op here either updates all "
+                            f"its outputs in place or returns them all: give the in-place scatters an init, or make "
+                            f"two kernels")
+    if shape_kernel.call_sizes and not in_place:
         raise ArgumentError(f"as_op({name!r}): the size {', '.join(shape_kernel.call_sizes)} is in no input's shape "
                             f"(a call gives it by name); a custom op reads its sizes from its tensors here. Give "
                             f"the kernel an input whose shape holds it")
+    size_at = _sizes_from_outputs(name, shape_kernel.call_sizes, in_place) if in_place else {}
     # Import Triton now, the way tilec needs it (with TRITON_INTERPRET=1 set first where there is no GPU):
     # torch.compile imports Triton itself, and a Triton imported without it cannot run the interpreter.
     triton_compat.triton()
@@ -132,25 +163,40 @@ def as_op(target, name: str):
         if _torch_has(qualname):
             raise ArgumentError(f"as_op: torch already has an operator {qualname} (not registered by tilec.as_op); "
                                 f"give another name or namespace")
-        n_out = len(outputs)
+        n_in, n_out = len(inputs), len(outputs)
+
+        def run(tensors):
+            if not in_place:
+                return target(*tensors)
+            given = {size: tensors[n_in + i].shape[d] for size, (i, d) in size_at.items()}
+            target(*tensors[:n_in], out=list(tensors[n_in:]), **given)  # updated in place; the op returns nothing
+            return None
 
         def impl(*tensors):
             if recording.SINKS and not recording.inside():  # tc.record: counted once, under the op's name
                 with recording.counted_call():
-                    out = target(*tensors)
-                recording.count(target, qualname, shape_kernel.read_sizes(tensors[:len(inputs)]))
+                    out = run(tensors)
+                sizes = shape_kernel.read_sizes(tensors[:n_in])
+                sizes.update({size: int(tensors[n_in + i].shape[d]) for size, (i, d) in size_at.items()})
+                recording.count(target, qualname, sizes)
             else:
-                out = target(*tensors)
-            return out if n_out == 1 else tuple(out)
+                out = run(tensors)
+            return out if n_out == 1 or out is None else tuple(out)
 
         def fake(*tensors):
-            env = shape_kernel._bind(tensors, check_device=False, check_specialize=specialized)
+            given = {size: tensors[n_in + i].shape[d] for size, (i, d) in size_at.items()}
+            env = shape_kernel._bind(tensors[:n_in], check_device=False, check_specialize=specialized,
+                                     given=given or None)
             if all(type(v) is int for v in env.values()):  # symbolic sizes (dynamic shapes) are not checked here
                 shape_kernel._check_extents(env)
+            if in_place:  # the updated tensors must have the shapes the sizes give them
+                shape_kernel._outputs(list(tensors[n_in:]), env, tensors[0].device)
+                return None
             outs = shape_kernel._outputs(None, env, tensors[0].device)
             return outs[0] if n_out == 1 else tuple(outs)
 
-        op = torch.library.custom_op(qualname, impl, mutates_args=(), schema=_schema(inputs, outputs))
+        schema, mutated = _schema(inputs, outputs, in_place)
+        op = torch.library.custom_op(qualname, impl, mutates_args=mutated, schema=schema)
         op.register_fake(fake)
         _REGISTRY[qualname] = (target, op)
         return op
