@@ -143,6 +143,25 @@ def test_fuse_of_constant_extents_folds():
     assert f.extent.value == 37 * 50
 
 
+def test_fuse_of_three_axes_is_two_fuses_and_runs():
+    """fuse(a, b, c) = fuse(fuse(a, b), c), as TVM's fuse(*args) (Stage.fuse took exactly two axes); the axes
+    must be consecutive leaves, outer first, as for two."""
+    X = tc.placeholder((3, 5, 7, 4), "float32", name="X")
+    Z = tc.compute((3, 5, 7, 4), lambda a, b, c, d: X[a, b, c, d] * 2.0, name="Z")
+    s = tc.create_schedule(Z)
+    a, b, c, d = Z.axis
+    with pytest.raises(tc.ArgumentError, match=r"fuse: a_b and d must be adjacent"):
+        s[Z].fuse(a, b, d)
+    assert names(s[Z].leaves) == ["a", "b", "c", "d"]  # the refused call left nothing behind
+    f = s[Z].fuse(a, b, c)
+    assert f.name == "a_b_c" and f.extent.value == 3 * 5 * 7 and names(s[Z].leaves) == ["a_b_c", "d"]
+    s[Z].bind(f, "program_id.0")
+    x = torch.randn(3, 5, 7, 4)
+    torch.testing.assert_close(tc.build(s, [X, Z])(x), 2 * x)
+    again = tc.replay(s.trace, s.outputs)
+    assert names(again[Z].leaves) == ["a_b_c", "d"] and again.fingerprint() == s.fingerprint()
+
+
 def test_fuse_then_split():
     X = tc.placeholder((37, 50), "float32", name="X")
     Z = tc.compute((37, 50), lambda i, j: X[i, j] + 1.0, name="Z")

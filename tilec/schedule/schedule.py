@@ -376,20 +376,22 @@ class Stage:
         self._record("reorder", *checked)
 
     @checked
-    def fuse(self, outer: IterVar, inner: IterVar) -> IterVar:
-        """Fuse two adjacent axes into one: (a, b) -> a * extent(b) + b. Used for a 1-D grid.
+    def fuse(self, outer: IterVar, inner: IterVar, *more: IterVar) -> IterVar:
+        """Fuse two adjacent axes into one: (a, b) -> a * extent(b) + b. Used for a 1-D grid. With more
+        axes, `fuse(a, b, c)` is `fuse(fuse(a, b), c)` (as TVM's): consecutive leaves, outermost first.
 
         Before and after, as loop nest and Triton: tests/golden/primitives/fuse.txt.
 
         Args:
             outer: a leaf of this stage.
             inner: the leaf right after `outer`, of the same kind (spatial or reduce).
+            *more: further leaves, each right after the one before it, of the same kind.
 
         Returns:
-            The fused axis, named `<outer>_<inner>`.
+            The fused axis, named `<outer>_<inner>` (`<outer>_<inner>_<more>...` for more).
 
         Raises:
-            ArgumentError: an axis is not a leaf, is bound or scheduled, the two are not adjacent (outer first)
+            ArgumentError: an axis is not a leaf, is bound or scheduled, the axes are not adjacent (outer first)
                 or not of one kind.
 
         Example:
@@ -401,7 +403,10 @@ class Stage:
             >>> tiles
             <axis io_jo: spatial, extent cdiv(M, 64) * cdiv(N, 64), fuse(io, jo)>
         """
-        return self._fuse("fuse", outer, inner)
+        fused = self._fuse("fuse", outer, inner)
+        for axis in more:
+            fused = self._fuse("fuse", fused, axis)
+        return fused
 
     @checked
     def swizzle(self, outer: IterVar, inner: IterVar, group: int | Knob) -> IterVar:
