@@ -366,6 +366,26 @@ def test_oracle_float16_sum_allows_the_rounding_of_subnormal_terms():
     assert oracle.compare("R", torch_sum * 0 + 1e-3, ref) != []  # a wrong value is still wrong
 
 
+def test_oracle_float16_sum_of_terms_past_its_range_is_nan_where_their_signs_differ():
+    # fuzz seed 43001094: exp(X) * V summed with acc_dtype float16; one term, -6e21, is finite in float32 but
+    # -inf once converted to float16, another is +inf: the sum is NaN (torch.sum(x, dtype=float16) agrees),
+    # where the oracle summed the float32 terms and wanted +inf.
+    x = torch.tensor([[50.9783, 389.3924, -247.7304]])
+    v = torch.tensor([[-0.4370], [0.1546], [0.6582]])
+    k = tc.reduce_axis(3, name="k")
+    X = tc.placeholder((1, 3), "float32", name="X")
+    Vt = tc.placeholder((3, 1), "float32", name="V")
+    O = tc.compute((1, 1), lambda i, j: tc.sum(tc.exp(X[i, k]) * Vt[k, j], axis=k, acc_dtype="float16"), name="O")
+    ref = oracle.Oracle({}, {"X": x, "V": v}).tensor(O)
+    terms = torch.exp(x)[:, :, None] * v[None]
+    torch_sum = torch.sum(terms, dim=1, dtype=torch.float16)
+    assert torch.isnan(torch_sum).all() and oracle.compare("O", torch_sum, ref) == []
+    assert oracle.compare("O", torch.full_like(torch_sum, float("inf")), ref) != []  # inf is wrong
+    x[0, 0] = 5.0  # the first term now fits float16: +inf alone
+    ref = oracle.Oracle({}, {"X": x, "V": v}).tensor(O)
+    assert oracle.compare("O", torch.full((1, 1), float("inf"), dtype=torch.float16), ref) == []
+
+
 @pytest.mark.slow
 def test_online_family_cases():
     """fam_online (gen.ONLINE_SHARE of the seeds, chosen by a stream of their own): its cases reproduce from

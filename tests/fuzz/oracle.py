@@ -399,6 +399,15 @@ class Oracle:
         e = torch.broadcast_to(e, x.shape)
         u = {"float64": 2.0 ** -53, "float32": U32, "float16": 2.0 ** -11, "bfloat16": 2.0 ** -8}.get(acc, U32)
         if red.op == "sum":
+            if acc in ("float16", "bfloat16"):
+                # each term is converted to the accumulator's type first: a term finite in float32 but past
+                # the largest float16 is +-inf there (and inf + -inf is NaN), near it undetermined (seed 43001094)
+                mant, _ = FLOATS[acc]
+                thr = MAXFIN[acc] * (1 + 2.0 ** -(mant + 1))
+                ax = x.abs()
+                fin = torch.isfinite(x)
+                unc = unc | (fin & (ax + e >= thr) & (ax - e < thr)).any(dim=dims)
+                x = torch.where(fin & (ax - e >= thr), torch.sign(x) * math.inf, x)
             val = x.sum(dim=dims)
             mag = x.abs().nan_to_num(0.0, 0.0, 0.0).sum(dim=dims)
             # each of the n + 2 roundings (the terms to the accumulator's type, the partial sums) errs by
