@@ -492,3 +492,37 @@ def test_tune_takes_a_recorded_mix_and_saves_the_plan(tmp_path):
         rec.write_text(json.dumps(two))
         rc, out, err = run(["tune", case, "--mix-from", rec, "--no-progress"])
         assert rc == 2 and "2 of them named after the outputs C" in err and "--kernel NAME" in err, err
+
+
+def test_tune_takes_the_files_inputs(tmp_path, monkeypatch):
+    """FILE's inputs(sizes, device) are what tuning checks candidates on: sqrt(X) is wrong on the default
+    normal inputs (NaN) and right on the file's positive ones."""
+    f = tmp_path / "sqrt_case.py"
+    f.write_text('''import torch
+
+import tilec as tc
+
+
+def make():
+    M = tc.size_vars("M")
+    X = tc.placeholder((M,), "float32", name="X")
+    Y = tc.compute((M,), lambda i: tc.sqrt(X[i]), name="Y")
+    s = tc.create_schedule(Y)
+    io, ii = s[Y].split(Y.axis[0], tc.knob("B", [16, 32]))
+    s[Y].bind(io, "program_id.0")
+    return s, [X, Y]
+
+
+def inputs(sizes, device):
+    return [torch.rand(sizes["M"], device=device) + 0.5]
+''')
+    monkeypatch.setattr(measure, "default_timer", lambda kernel, inputs: 1e-6)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    rc, out, err = run(["tune", f, "--mix", "M=37:1", "--trials", 2, "--storage", url, "--jobs", 0])
+    assert rc == 0, err + out
+    assert "COMPLETE" in out and "FAIL" not in out
+    f.write_text(f.read_text().replace("def inputs(", "def unused("))  # no inputs(): the normal ones, all wrong
+    rc, out, err = run(["tune", f, "--mix", "M=37:1", "--trials", 2, "--storage", f"sqlite:///{tmp_path / 'u.db'}",
+                        "--jobs", 0])
+    assert rc != 0 and "wrong answer" in out + err

@@ -573,3 +573,56 @@ def test_a_knob_whose_every_choice_exceeds_the_shapes_keeps_its_smallest():
                         timer=lambda kernel, inputs: 1e-6)
     assert [cfg["BLOCK"] for cfg in tuned.chosen.configs.values()] == [256]
     torch.testing.assert_close(tuned(x), 2 * x)
+
+
+def _sqrt_kernel():
+    """Y = sqrt(X): NaN on negative inputs, so on the tuner's normal random inputs every candidate is wrong
+    (its NaN against the reference's), as kl_div's on inputs that are not log-probabilities."""
+    M = tc.size_vars("M")
+    X = tc.placeholder((M,), "float32", name="X")
+    Y = tc.compute((M,), lambda i: tc.sqrt(X[i]), name="Y")
+    s = tc.create_schedule(Y)
+    io, ii = s[Y].split(Y.axis[0], tc.knob("B", [16, 32]))
+    s[Y].bind(io, "program_id.0")
+    return s, [X, Y]
+
+
+def _positive(sizes, device):
+    return [torch.rand(sizes["M"], device=device) + 0.5]
+
+
+@pytest.mark.parametrize("jobs", [0, 1])
+def test_tune_on_the_inputs_a_kernel_is_valid_on(tmp_path, jobs):
+    """tc.tune(..., inputs=fn): the candidates are checked and timed on fn(sizes, device) (in a forked worker
+    too); without it this kernel has no config that passes the check."""
+    s, args = _sqrt_kernel()
+    mix = tc.ShapeMix([({"M": 37}, 1), ({"M": 5}, 1)])
+    storage = f"sqlite:///{tmp_path / 't.db'}"
+    seen = []
+
+    def positive(sizes, device):
+        seen.append(dict(sizes))
+        return _positive(sizes, device)
+
+    tuned = tc.tune(s, mix, trials=2, args=args, storage=storage, jobs=jobs, progress=False, inputs=positive,
+                    timer=lambda kernel, inputs: 1e-6)
+    x = torch.rand(37) + 0.1
+    torch.testing.assert_close(tuned(x), x.sqrt())
+    if jobs == 0:
+        assert {tuple(sorted(d.items())) for d in seen} == {(("M", 37),), (("M", 5),)}
+    with pytest.raises(tc.ArgumentError, match="no config"):
+        tc.tune(s, mix, trials=2, args=args, storage=f"sqlite:///{tmp_path / 'u.db'}", jobs=0, progress=False,
+                timer=lambda kernel, inputs: 1e-6)
+
+
+def test_tune_refuses_inputs_of_the_wrong_shape_or_kind(tmp_path):
+    s, args = _sqrt_kernel()
+    mix = tc.ShapeMix([({"M": 7}, 1)])
+    kw = dict(trials=1, args=args, storage=f"sqlite:///{tmp_path / 't.db'}", jobs=0, progress=False)
+    with pytest.raises(tc.ArgumentError, match=r"inputs\(\) returned \(8,\) float32 for X at M=7, which is \(7,\) "
+                                               r"float32"):
+        tc.tune(s, mix, inputs=lambda sizes, device: [torch.rand(8)], **kw)
+    with pytest.raises(tc.ArgumentError, match=r"inputs\(\) returned 2 value\(s\)"):
+        tc.tune(s, mix, inputs=lambda sizes, device: [torch.rand(7), torch.rand(7)], **kw)
+    with pytest.raises(tc.ArgumentError, match=r"tune: inputs must be a function"):
+        tc.tune(s, mix, inputs=[torch.rand(7)], **kw)

@@ -70,6 +70,23 @@ def _reference(module, path: str):
     return checked
 
 
+def _inputs(module, path: str):
+    """FILE's `inputs(sizes, device)`, where it defines one: the inputs tuning checks and times candidates on
+    (the examples' and suite's inputs are valid ones: log-probabilities, packed weights, indices in range)."""
+    fn = getattr(module, "inputs", None)
+    if fn is None:
+        return None
+    if not callable(fn):
+        raise UserError(f"{path}: inputs is not a function")
+
+    def checked(sizes, device):
+        try:
+            return fn(sizes, device)
+        except Exception as e:
+            raise UserError(f"{path}: inputs() raised {type(e).__name__}: {e}") from e
+    return checked
+
+
 # -- parsing ---------------------------------------------------------------------------------------
 
 def parse_mix(text: str, fixed: str | None):
@@ -194,6 +211,7 @@ def cmd_tune(a) -> int:
         mix = recorded_mix(a.mix_from, a.kernel, s)
     check_mix(s, mix, a.file)
     reference = _reference(module, a.file)
+    inputs = _inputs(module, a.file)
     storage = _storage(a.storage)
     from tilec.tune.storage import check_storage
     check_storage(storage)  # before anything is printed or started
@@ -213,7 +231,7 @@ def cmd_tune(a) -> int:
         tuned = tc.tune(s, mix, trials=a.trials, args=args, reference=reference, storage=storage,
                         expected_calls=a.expected_calls, worker=a.worker, study_name=name,
                         progress=False if a.no_progress else None, jobs=a.jobs, timeout=a.timeout, recipe=a.file,
-                        gpus=a.gpus, cost_model=a.cost_model)
+                        gpus=a.gpus, cost_model=a.cost_model, inputs=inputs)
     for w in caught:
         if issubclass(w.category, FewerConfigs):
             print(f"note: {str(w.message).removeprefix('tune: ')}")
@@ -399,7 +417,8 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     t = sub.add_parser("tune", help="search a schedule's knobs for a shape mix (an optuna study)")
-    t.add_argument("file", metavar="FILE", help="Python file defining make() and reference()")
+    t.add_argument("file", metavar="FILE", help="Python file defining make() and reference() (and inputs(sizes, device), where its kernel needs "
+                   "particular inputs: tuning checks and times on them)")
     given = t.add_mutually_exclusive_group(required=True)
     given.add_argument("--mix", metavar="MIX", help=MIX_HELP)
     given.add_argument("--mix-from", metavar="REC", help="the mix recorded by a run of the program (tc.record(), "

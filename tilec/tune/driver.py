@@ -55,8 +55,9 @@ class Tuning:
     `tc.tune`'s arguments and checks them; attributes hold the normalized ones."""
 
     def __init__(self, sched, mix, trials, *, args, reference, storage, expected_calls, timer, seed, seeds,
-                 study_name, worker, shared_limit, heartbeat, progress, jobs, timeout, recipe, cost_model="learned"):
-        self.cost_model, self.model = cost_model, None
+                 study_name, worker, shared_limit, heartbeat, progress, jobs, timeout, recipe, cost_model="learned",
+                 inputs=None):
+        self.cost_model, self.model, self.inputs = cost_model, None, inputs
         self.sched, self.mix, self.trials, self.reference, self.timer = sched, mix, trials, reference, timer
         self.expected_calls, self.seed, self.seeds, self.worker = expected_calls, seed, seeds, worker
         self.heartbeat, self.progress, self.jobs, self.timeout, self.recipe = heartbeat, progress, jobs, timeout, recipe
@@ -101,6 +102,9 @@ class Tuning:
         if self.cost_model not in ("learned", "analytic"):
             raise ArgumentError(f"tune: cost_model must be 'learned' (the analytic model corrected by this device's "
                                 f"stored trials, where they order configs better) or 'analytic', got {self.cost_model!r}")
+        if self.inputs is not None and not callable(self.inputs):
+            raise ArgumentError(f"tune: inputs must be a function inputs(sizes, device) returning the input tensors, "
+                                f"got {type(self.inputs).__name__}")
         if recipe is not None and not Path(recipe).is_file():
             raise ArgumentError(f"tune: recipe {recipe!r} is not a file; give a Python file defining make()")
 
@@ -115,7 +119,7 @@ class Tuning:
                                                    n_startup_trials=max(4, min(10, trials // 4)), constant_liar=True))
         optuna.logging.set_verbosity(optuna.logging.ERROR)  # failures are recorded on the trials
         job = Job(self.sched, self.args, self.mix, self.reference, self.timer,
-                  exclusive=triton_compat.target() == "cuda")
+                  exclusive=triton_compat.target() == "cuda", inputs=self.inputs)
         # (forked before this process opens the storage); tc.tune calls this method itself, so that the
         # warning of an unisolated GPU points at its caller: make_pool, start, tune, the caller
         self.pool = make_pool(job, self.jobs, self.timeout, self.recipe, stacklevel=4)

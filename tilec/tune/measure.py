@@ -1,5 +1,5 @@
 """Measuring a config on every shape of the mix: build, check against the reference on fresh random
-inputs, then time. A config that fails to build, runs out of resources or gives a wrong answer is a
+inputs (or the user's `inputs(sizes, device)`), then time. A config that fails to build, runs out of resources or gives a wrong answer is a
 `CandidateFailure` with its reason (the study records it as a failed trial, never a winner)."""
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
 class Measurer:
     """Builds and measures configs of a schedule on the shapes of a mix, checking each result."""
 
-    def __init__(self, sched, args, mix, reference, timer=None, device=None):
+    def __init__(self, sched, args, mix, reference, timer=None, device=None, inputs=None):
         self.sched, self.args, self.mix = sched, args, mix
         self.reference = reference
         self.timer = timer or default_timer
@@ -72,11 +72,31 @@ class Measurer:
         self.inputs_of = [t for t in args if t.is_placeholder]
         self.cases = []
         for n, (shape, _) in enumerate(mix):
-            xs = random_inputs(sched, self.inputs_of, shape, self.device, seed=n)
+            if inputs is None:
+                xs = random_inputs(sched, self.inputs_of, shape, self.device, seed=n)
+            else:  # the user's: inputs a kernel is valid on (log-probabilities, packed int4, indices in range)
+                xs = self._check_inputs(shape, inputs(dict(shape), self.device))
             refs = reference(*xs)
             refs = list(refs) if isinstance(refs, (tuple, list)) else [refs]
             self._check_reference(shape, refs)
             self.cases.append((shape, xs, refs))
+
+    def _check_inputs(self, shape: dict, xs) -> list[torch.Tensor]:
+        """What `inputs(sizes, device)` returned must be one tensor per input placeholder, of its shape and dtype
+        at `shape` (moved to the measuring device): else every candidate would fail for the inputs' fault."""
+        key = ShapeMix.key(shape)
+        want = ", ".join(f"{t.name} {tuple(evaluate(e, shape) for e in t.shape)} {t.dtype}" for t in self.inputs_of)
+        xs = list(xs) if isinstance(xs, (list, tuple)) else [xs]
+        if len(xs) != len(self.inputs_of) or not all(isinstance(x, torch.Tensor) for x in xs):
+            got = ", ".join(f"{tuple(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__ for x in xs)
+            raise ArgumentError(f"inputs() returned {len(xs)} value(s) ({got}) at {key}; it must return the input "
+                                f"tensors, one each, in the order of args: {want}")
+        for t, x in zip(self.inputs_of, xs):
+            s = tuple(evaluate(e, shape) for e in t.shape)
+            if tuple(x.shape) != s or x.dtype != getattr(torch, t.dtype):
+                raise ArgumentError(f"inputs() returned {tuple(x.shape)} {str(x.dtype).removeprefix('torch.')} for "
+                                    f"{t.name} at {key}, which is {s} {t.dtype} (inputs: {want})")
+        return [x.to(self.device) for x in xs]
 
     def _check_reference(self, shape: dict, refs: list) -> None:
         """The reference's outputs must be tensors of the outputs' shapes at `shape`, one per output: else

@@ -561,7 +561,8 @@ def tune(sched: Schedule, mix: ShapeMix, trials: int = 64, *, args: Sequence[Ten
          seed: int = 0, seeds: int = 8, study_name: str | None = None, worker: bool = False,
          shared_limit: int | None = None, heartbeat: int = 2, progress: bool | None = None, jobs: int | None = None,
          timeout: float = DEFAULT_TIMEOUT, recipe: str | None = None,
-         gpus: str | int | Sequence[int] | None = None, cost_model: str = "learned") -> Tuned | None:
+         gpus: str | int | Sequence[int] | None = None, cost_model: str = "learned",
+         inputs: Callable[[dict, str], Sequence[torch.Tensor]] | None = None) -> Tuned | None:
     """Tune `sched`'s knobs for `mix` (the module docstring says how) and pick a plan; returns a `Tuned`.
 
     Each config is built, checked against `reference` on every shape of the mix and timed there (objective:
@@ -600,6 +601,10 @@ def tune(sched: Schedule, mix: ShapeMix, trials: int = 64, *, args: Sequence[Ten
         cost_model: what ranks the seeds: "learned" (the default: the analytic model corrected by a model
             fitted on this device's other studies in `storage`, used only where it orders their configs better
             than the analytic one; `learned.py`) or "analytic" (cost.py alone).
+        inputs: `inputs(sizes, device)` -> the input tensors for one shape of the mix (a list, in the order of
+            the input placeholders in `args`), for kernels that are valid only on some inputs (log-probabilities,
+            packed int4 weights, indices in range); checked for count, shapes and dtypes (default: fresh normal
+            random floats and small random ints). With `recipe`, the recipe's own `inputs` serves the workers.
 
     Returns:
         The `Tuned` plan (call it like a Kernel), or None with `worker=True`.
@@ -645,7 +650,7 @@ def tune(sched: Schedule, mix: ShapeMix, trials: int = 64, *, args: Sequence[Ten
     run = Tuning(sched, mix, trials, args=args, reference=reference, storage=storage, expected_calls=expected_calls,
                  timer=timer, seed=seed, seeds=seeds, study_name=study_name, worker=worker, shared_limit=shared_limit,
                  heartbeat=heartbeat, progress=progress, jobs=jobs, timeout=timeout, recipe=recipe,
-                 cost_model=cost_model)
+                 cost_model=cost_model, inputs=inputs)
     if gpus is not None:  # one worker per GPU on the shared study first; this process then tops up and plans
         _run_gpu_workers(gpus, recipe, worker, mix, trials, run.url, run.name, run.jobs, timeout)
     run.start()  # called here, so that its warnings point at the caller of tc.tune

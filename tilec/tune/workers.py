@@ -94,6 +94,7 @@ class Job:
     reference: object
     timer: object = None
     exclusive: bool = False       # take turns on the device to time (a GPU)
+    inputs: object = None         # inputs(sizes, device) -> the input tensors, or None: random ones
 
 
 def device_name() -> str:
@@ -169,7 +170,7 @@ def _worker(sock, job: Job, ppid: int) -> None:
     from tilec.tune.measure import Measurer
     torch.set_num_threads(1)  # `jobs` workers share the host's cores
     try:
-        measurer = Measurer(job.sched, job.args, job.mix, job.reference, timer=job.timer)
+        measurer = Measurer(job.sched, job.args, job.mix, job.reference, timer=job.timer, inputs=job.inputs)
         _send(sock, {"op": "ready", "device": device_name()})
     except BaseException as e:  # noqa: BLE001 - the user's reference: reported, then tuning stops
         _send(sock, {"op": "prepare-error", "error": f"{type(e).__name__}: {e}"[:2000]})
@@ -287,8 +288,12 @@ def _rebuild(recipe: dict) -> Job:
         timer = importlib.import_module(mod)
         for part in name.split("."):
             timer = getattr(timer, part)
+    inputs = getattr(module, "inputs", None) if recipe.get("inputs") else None
+    if recipe.get("inputs") and not callable(inputs):
+        raise ArgumentError(f"{recipe['file']}: tuning was given inputs=, but the recipe defines no inputs(sizes, "
+                            f"device) for its worker processes; define it there (tc.tune(..., inputs=module.inputs))")
     mix = ShapeMix([(s, w) for s, w in zip(recipe["shapes"], recipe["weights"])])
-    return Job(sched, args, mix, reference, timer, recipe["exclusive"])
+    return Job(sched, args, mix, reference, timer, recipe["exclusive"], inputs)
 
 
 ZYGOTE_MAIN = "import sys; from tilec.tune.workers import main; main(sys.argv[1:])"
@@ -397,7 +402,8 @@ class Pool:
         return {"file": str(Path(self.recipe).resolve()), "ppid": os.getpid(), "sys_path": sys.path,
                 "fingerprint": j.sched.fingerprint(), "knobs": {n: list(k.choices) for n, k in j.sched.knobs.items()},
                 "args": [a.name for a in j.args], "shapes": [dict(s) for s, _ in j.mix],
-                "weights": [w for _, w in j.mix], "exclusive": j.exclusive, "timer": timer}
+                "weights": [w for _, w in j.mix], "exclusive": j.exclusive, "timer": timer,
+                "inputs": j.inputs is not None}
 
     @staticmethod
     def _env() -> dict:
@@ -636,7 +642,7 @@ class InProcess:
 
     def __init__(self, job: Job):
         from tilec.tune.measure import Measurer
-        self.measurer = Measurer(job.sched, job.args, job.mix, job.reference, timer=job.timer)
+        self.measurer = Measurer(job.sched, job.args, job.mix, job.reference, timer=job.timer, inputs=job.inputs)
         self.stopping: str | None = None
         self.device = device_name()
 
