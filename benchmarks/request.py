@@ -12,19 +12,22 @@ token only (`logits_to_keep=1`, as generate does). Variants, the same weights:
 - eager: the model as transformers runs it (sdpa attention, DynamicCache);
 - compile: the same, `torch.compile`d (dynamic shapes; compiled before timing);
 - tilec: its decoder layers patched to examples/qwen3's tilec ops (`patch`), the tilec KV cache (`tilec_cache`);
+- graph: the tilec model with its decode steps replayed from one CUDA graph (examples/qwen3's GraphDecoder:
+  attention over the whole preallocated cache, bounded by the position as a tensor); its prefill is tilec's;
 - rest: the model with every decoder layer an identity: what the request costs outside the layers (embedding,
   rotary tables, final norm, lm_head, argmax, Python).
 
 What it reports:
 (a) from one recorded tilec request (`tc.record`, prefill and decode apart): each op's calls by shape, and each
     (kernel, shape)'s time per call, timed alone (do_bench median) on the inputs the request gave it;
-(b) Amdahl's prediction of the tilec request: rest + sum over ops and shapes of calls x time per call, per phase;
+    and the graph variant's decode calls (its static step run eagerly, recorded and timed the same way);
+(b) Amdahl's prediction of the tilec request: rest + sum over ops and shapes of calls x time per call, per phase
+    (graph's decode: rest + its static step's kernels; rest's own host time, which a graph removes too, is
+    kept: an overestimate by at most that);
 (c) `--rounds` paired, interleaved rounds (each round runs every variant once, in a shuffled order): per phase
-    the median of the paired differences tilec - eager and tilec - compile, with their spread (min .. max), and
-    each variant's median;
-(d) the prediction against the tilec median (and the spread of the tilec times).
-Decode runs eagerly (no CUDA graph: the tilec cache's views grow by a token per step, so a step's shapes
-differ from the last one's, and a graph would need a fixed-shape attention over the whole cache).
+    the median of the paired differences tilec - eager, tilec - compile, graph - eager, graph - compile and
+    graph - tilec, with their spread (min .. max), and each variant's median;
+(d) the predictions against the tilec and graph medians (and the spread of their times).
 """
 
 from __future__ import annotations
@@ -86,14 +89,16 @@ def build_models(cfg: dict, layers: int, dtype, device: str, compile_: bool, pla
     rest = copy.deepcopy(eager)
     for layer in rest.model.layers:
         layer.forward = lambda hidden_states, *args, **kwargs: hidden_states
-    models = {"eager": eager, "tilec": tilec_model, "rest": rest}
+    models = {"eager": eager, "tilec": tilec_model, "graph": tilec_model, "rest": rest}
     if compile_:
         models["compile"] = torch.compile(copy.deepcopy(eager), dynamic=True)
     return models, qwen3
 
 
-def request(model, cache, prompt: torch.Tensor, steps: int, device: str) -> tuple[float, float, list[int]]:
-    """One request: prefill, then `steps` greedy decode steps; seconds of each phase and the tokens."""
+def request(model, cache, prompt: torch.Tensor, steps: int, device: str,
+            decoder=None) -> tuple[float, float, list[int]]:
+    """One request: prefill, then `steps` greedy decode steps (by `decoder(cache)`, a GraphDecoder, where given);
+    seconds of each phase and the tokens."""
     with torch.no_grad():
         _sync(device)
         t0 = time.perf_counter()
@@ -102,25 +107,54 @@ def request(model, cache, prompt: torch.Tensor, steps: int, device: str) -> tupl
         _sync(device)
         t1 = time.perf_counter()
         toks = [tok]
+        step = decoder(cache) if decoder is not None else None
         for _ in range(steps):
-            out = model(input_ids=tok, cache=cache, use_cache=True)
-            tok = out.logits[:, -1].argmax(-1, keepdim=True)
+            logits = step(tok) if step is not None else model(input_ids=tok, cache=cache, use_cache=True).logits
+            tok = logits[:, -1].argmax(-1, keepdim=True)
             toks.append(tok)
         _sync(device)
         t2 = time.perf_counter()
     return t1 - t0, t2 - t1, [int(t) for t in torch.cat(toks, 1)[0].tolist()]
 
 
+GRAPH: dict = {}  # the graph variant's one cache and its GraphDecoder (the graph holds the cache's addresses)
+
+
 def make_cache(name: str, models, qwen3, max_len: int):
     from transformers import DynamicCache
+    if name == "graph":  # one cache for every round, emptied (its buffers, in the graph, stay)
+        if "cache" not in GRAPH:
+            GRAPH["cache"] = qwen3.tilec_cache(models["graph"], max_len)
+        GRAPH["cache"].reset()
+        return GRAPH["cache"]
     if name == "tilec":
         return qwen3.tilec_cache(models["tilec"], max_len)
     return DynamicCache(config=models["eager"].config)
 
 
+def decoder_for(name: str, models, qwen3):
+    """The graph variant's decode steps: its GraphDecoder, made at the first request (after its prefill: the
+    cache's buffers exist), captured at its first step, then replayed by every later request."""
+    if name != "graph":
+        return None
+
+    def get(cache):
+        if "decoder" not in GRAPH:
+            GRAPH["decoder"] = qwen3.GraphDecoder(models["graph"], cache)
+        return GRAPH["decoder"]
+    return get
+
+
+def run_variant(name: str, models, qwen3, prompt, steps: int, device: str, max_len: int):
+    return request(models[name], make_cache(name, models, qwen3, max_len), prompt, steps, device,
+                   decoder_for(name, models, qwen3))
+
+
 def per_kernel(models, qwen3, prompt, steps, device, max_len):
-    """(a): one tilec request recorded (prefill and decode apart), each (kernel, shape)'s inputs kept from its
-    first call, then timed alone. Returns {phase: [{op, sizes, calls, us}]} and the recordings."""
+    """(a): one tilec request recorded (prefill and decode apart), then the graph variant's decode steps (its
+    static step, eagerly: what the graph captures), each (kernel, shape)'s inputs kept from its first call, then
+    timed alone. Returns {phase: [{op, sizes, calls, us}]} (phases prefill, decode, decode_static) and the
+    recordings (prefill, decode, and the whole: both requests, what --tune tunes for)."""
     from tilec.runtime.kernel import Kernel
     names = {}  # id of each Kernel an op runs -> the op's name (a plan's kernels too: use_plans)
     for qualname, (target, _) in _REGISTRY.items():
@@ -147,6 +181,13 @@ def per_kernel(models, qwen3, prompt, steps, device, max_len):
             with tc.record() as rec_decode:
                 for _ in range(steps):
                     tok = model(input_ids=tok, cache=cache, use_cache=True).logits[:, -1].argmax(-1, keepdim=True)
+            cache = make_cache("tilec", models, qwen3, max_len)  # the graph variant's decode steps (run eagerly)
+            tok = model(input_ids=prompt, cache=cache, use_cache=True, logits_to_keep=1).logits[:, -1].argmax(
+                -1, keepdim=True)
+            static = qwen3.GraphDecoder(model, cache, use_graph=False)
+            with tc.record() as rec_static:
+                for _ in range(steps):
+                    tok = static(tok)[:, -1].argmax(-1, keepdim=True)
     finally:
         Kernel.__call__ = original
     times = {}
@@ -155,7 +196,7 @@ def per_kernel(models, qwen3, prompt, steps, device, max_len):
             return kernel(*ins, out=outs or None, **given)
         times[kid, sizes] = _time(call, device)
     table = {}
-    for phase, rec in (("prefill", rec_prefill), ("decode", rec_decode)):
+    for phase, rec in (("prefill", rec_prefill), ("decode", rec_decode), ("decode_static", rec_static)):
         rows = []
         for name in rec.names():
             for shape_key, n in rec.calls(name).items():
@@ -203,6 +244,7 @@ def main(argv=None) -> dict:
     else:
         cfg, dtype = QWEN3_8B, torch.bfloat16
     t_start = time.perf_counter()
+    GRAPH.clear()  # a graph of another call's model and cache must not be replayed here
     models, qwen3 = build_models(cfg, a.layers, dtype, device, compile_=not (a.no_compile or a.cpu_check or a.tune),
                                  plans=None if a.tune else a.plans)
     max_len = a.prompt + a.steps + 1
@@ -215,9 +257,12 @@ def main(argv=None) -> dict:
     tokens, failed = {}, {}
     for name in models:
         t = time.perf_counter()
-        tokens[name] = request(models[name], make_cache(name, models, qwen3, max_len), prompt, a.steps, device)[2]
+        tokens[name] = run_variant(name, models, qwen3, prompt, a.steps, device, max_len)[2]
         print(f"warm-up {name}: {time.perf_counter() - t:.1f} s", flush=True)
 
+    # the graph replayed on another prompt (its cache emptied, then filled with other keys): eager's tokens
+    other = torch.randint(0, cfg["vocab_size"], (1, a.prompt), generator=g).to(device)
+    second = {name: run_variant(name, models, qwen3, other, a.steps, device, max_len)[2] for name in ("eager", "graph")}
     table, rec_p, rec_d, rec_all = per_kernel(models, qwen3, prompt, a.steps, device, max_len)
     if a.record:
         rec_p.save(a.record + ".prefill.json")
@@ -226,7 +271,9 @@ def main(argv=None) -> dict:
         return tune_ops(qwen3, rec_all, a)
     result = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu (interpreter)",
               "torch": torch.__version__, "layers": a.layers, "prompt": a.prompt, "steps": a.steps,
-              "rounds": a.rounds, "dtype": str(dtype), "per_kernel": table}
+              "rounds": a.rounds, "dtype": str(dtype), "per_kernel": table,
+              "graph_tokens_equal_to_eager_on_another_prompt": sum(x == y for x, y in zip(second["graph"],
+                                                                                       second["eager"]))}
     _print_kernels(table)
     _rounds_and_report(models, qwen3, prompt, a, device, max_len, table, tokens, failed, result, t_start)
     if compiled is not None:
@@ -265,35 +312,48 @@ def _rounds_and_report(models, qwen3, prompt, a, device, max_len, table, tokens,
     the prediction per phase; printed, and the JSON written."""
     rng = random.Random(0)
     runs = {n: {"prefill": [], "decode": []} for n in models}
+    rounds_same = {n: [] for n in models if n != "rest"}  # each round's tokens against eager's warm-up ones
     for _ in range(a.rounds):
         order = list(models)
         rng.shuffle(order)
         for name in order:
-            p, d, _ = request(models[name], make_cache(name, models, qwen3, max_len), prompt, a.steps, device)
+            p, d, toks = run_variant(name, models, qwen3, prompt, a.steps, device, max_len)
             runs[name]["prefill"].append(p)
             runs[name]["decode"].append(d)
+            if name != "rest":
+                rounds_same[name].append(sum(x == y for x, y in zip(toks, tokens["eager"])))
     same = {n: sum(x == y for x, y in zip(tokens[n], tokens["eager"])) for n in tokens if n != "rest"}
-    print(f"\nvariants {sorted(models)}; greedy tokens equal to eager's (of {a.steps + 1}): {same}")
-    result.update(tokens_equal_to_eager=same, failed=failed, phases={})
-    print(f"{'phase':8s} {'variant':8s} {'median ms':>10s}   paired tilec - variant: median [min .. max] ms")
+    worst = {n: min(v) for n, v in rounds_same.items()}
+    print(f"\nvariants {sorted(models)}; greedy tokens equal to eager's (of {a.steps + 1}): warm-up {same}, "
+          f"worst round {worst}; graph on another prompt: "
+          f"{result['graph_tokens_equal_to_eager_on_another_prompt']}")
+    result.update(tokens_equal_to_eager=same, tokens_equal_to_eager_worst_round=worst, failed=failed, phases={})
+    subjects = [n for n in ("tilec", "graph") if n in models]
+    print(f"{'phase':8s} {'variant':8s} {'median ms':>10s}   paired subject - variant: median [min .. max] ms")
     for phase in ("prefill", "decode"):
         med = {n: 1e3 * statistics.median(runs[n][phase]) for n in models}
-        kernels_ms = sum(r["us"] * r["calls"] for r in table[phase] if r["us"] is not None) / 1e3
-        predicted = med["rest"] + kernels_ms
-        entry = {"median_ms": med, "kernels_ms": kernels_ms, "predicted_tilec_ms": predicted,
-                 "tilec_ms_range": [1e3 * min(runs["tilec"][phase]), 1e3 * max(runs["tilec"][phase])],
-                 "paired": {}}
-        for other in (n for n in models if n not in ("tilec", "rest")):
-            diffs = [1e3 * (x - y) for x, y in zip(runs["tilec"][phase], runs[other][phase])]
-            entry["paired"][other] = {"median_ms": statistics.median(diffs), "min_ms": min(diffs),
-                                      "max_ms": max(diffs)}
+        entry = {"median_ms": med, "predicted_ms": {}, "kernels_ms": {}, "range_ms": {}, "paired": {}}
+        for subject in subjects:  # the graph variant's prefill is tilec's; its decode runs the static step
+            rows = table["decode_static" if subject == "graph" and phase == "decode" else phase]
+            kernels_ms = sum(r["us"] * r["calls"] for r in rows if r["us"] is not None) / 1e3
+            entry["kernels_ms"][subject] = kernels_ms
+            entry["predicted_ms"][subject] = med["rest"] + kernels_ms
+            entry["range_ms"][subject] = [1e3 * min(runs[subject][phase]), 1e3 * max(runs[subject][phase])]
+            entry["paired"][subject] = {}
+            for other in (n for n in models if n not in (subject, "rest") and not (subject == "tilec" and n == "graph")):
+                diffs = [1e3 * (x - y) for x, y in zip(runs[subject][phase], runs[other][phase])]
+                entry["paired"][subject][other] = {"median_ms": statistics.median(diffs), "min_ms": min(diffs),
+                                                   "max_ms": max(diffs)}
         for n in models:
-            pair = entry["paired"].get(n)
-            text = (f"{pair['median_ms']:+9.2f} [{pair['min_ms']:+.2f} .. {pair['max_ms']:+.2f}]" if pair else "")
-            print(f"{phase:8s} {n:8s} {med[n]:10.2f}   {text}")
-        lo, hi = entry["tilec_ms_range"]
-        print(f"{phase:8s} predicted tilec = rest {med['rest']:.2f} + kernels {kernels_ms:.2f} = {predicted:.2f} ms; "
-              f"measured median {med['tilec']:.2f} (range {lo:.2f} .. {hi:.2f})", flush=True)
+            print(f"{phase:8s} {n:8s} {med[n]:10.2f}")
+        for subject, pairs in entry["paired"].items():
+            for other, pair in pairs.items():
+                print(f"{phase:8s} {subject} - {other}: {pair['median_ms']:+9.2f} [{pair['min_ms']:+.2f} .. "
+                      f"{pair['max_ms']:+.2f}] ms")
+            lo, hi = entry["range_ms"][subject]
+            print(f"{phase:8s} predicted {subject} = rest {med['rest']:.2f} + kernels "
+                  f"{entry['kernels_ms'][subject]:.2f} = {entry['predicted_ms'][subject]:.2f} ms; measured median "
+                  f"{med[subject]:.2f} (range {lo:.2f} .. {hi:.2f})", flush=True)
         result["phases"][phase] = entry
     result["wall_s"] = time.perf_counter() - t_start
     if a.json:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 QWEN3 = Path(__file__).resolve().parent.parent / "examples" / "qwen3"
 
@@ -89,6 +90,22 @@ def test_attention_matches_torch(name, B, M, N, HKV, G):
 
 
 @pytest.mark.slow
+def test_static_decode_attention_reads_the_cache_up_to_the_position():
+    """attention_decode_static over a whole cache of 300 positions (ten 32-key tiles, split in parts): the
+    position at 0, at and across tile edges, and last; the cache past it NaN and inf, never read."""
+    k_op = kernels.op("attention_decode_static", "float32", head_dim=16, scale=0.25)
+    torch.manual_seed(7)
+    B, HKV, G, N, D = 2, 2, 3, 300, 16
+    for pos in (0, 31, 32, 137, 299):
+        q, k, v = torch.randn(B, HKV, G, D), torch.randn(B, HKV, N, D), torch.randn(B, HKV, N, D)
+        k[:, :, pos + 1:], v[:, :, pos + 1:] = float("nan"), float("inf")
+        got = k_op(q, k, v, torch.tensor([pos]))
+        kk, vv = k[:, :, :pos + 1].double(), v[:, :, :pos + 1].double()
+        want = torch.softmax(q.double() @ kk.transpose(-1, -2) * 0.25, -1) @ vv
+        torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.slow
 def test_gemms_and_qk_norm_rope_match_torch():
     """linear (transposed weight), linear_residual, gate_up_silu, qk_norm_rope on sizes that fill no tile."""
     torch.manual_seed(3)
@@ -143,6 +160,83 @@ def test_patched_qwen3_matches_hf(qwen3):
     assert patched.model.layers[0].forward.__func__ is run.tilec_qwen3.tilec_decoder_forward
 
 
+class _HostSyncs(TorchDispatchMode):
+    """The aten ops run under it, and those that read a tensor's value on the host (a sync, which a CUDA graph's
+    capture refuses): item, equal, is_nonzero. It sees the model's own ops (HF's code, the masks), not what runs
+    inside a custom op (a tilec launch, which reads no tensor's value), nor .tolist()/.cpu() of a CPU tensor."""
+
+    SYNCS = ("aten._local_scalar_dense.default", "aten.equal.default", "aten.is_nonzero.default",
+             "aten.item.default")
+
+    def __init__(self):
+        super().__init__()
+        self.ops, self.syncs = set(), []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.add(str(func))
+        if str(func) in self.SYNCS:
+            self.syncs.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.slow
+def test_graph_decoder_steps_match_hf_at_fixed_shapes(qwen3):
+    """model.GraphDecoder's static step (what a CUDA graph captures; run eagerly on the CPU): the logits within
+    1e-4 of HF's at every step, the same greedy tokens, and every step calling the same ops at the same shapes
+    (attention over the whole cache, its bound a tensor): a replay of the first step's graph is each later
+    step; a step reads no tensor's value on the host (which a capture refuses). Then its refusals: a full
+    cache, a cache not filled by a prefill, a device without CUDA graphs."""
+    run, ref, patched = qwen3
+    torch.manual_seed(2)
+    prompt = torch.randint(0, ref.config.vocab_size, (2, 7))
+    result = run.compare(ref, patched, prompt, steps=4, verbose=False, graph=True)
+    assert max(result["diffs"]) < 1e-4, result["diffs"]
+    assert result["tilec_tokens"] == result["ref_tokens"]
+    assert len({t for step in result["ref_tokens"] for t in step}) > 2
+    steps = result["calls"][1:]
+    static = [n for n in steps[0] if "attention_decode_static" in n]
+    assert static and steps[0][static[0]] == ["B=2,G=2,HKV=2,N=11"]  # the whole cache: 7 + 4 positions
+    assert not any("attention_decode_" in n and n not in static for n in steps[0])  # no growing view
+    assert all(calls == steps[0] for calls in steps), steps
+
+    GraphDecoder = run.tilec_qwen3.GraphDecoder
+    cache = run.tilec_qwen3.tilec_cache(patched, max_len=3)
+    with pytest.raises(ValueError, match="run the prefill through the cache first"):
+        GraphDecoder(patched, cache)
+    with torch.no_grad():
+        patched(input_ids=prompt[:1, :2], cache=cache, use_cache=True)
+    step = GraphDecoder(patched, cache)
+    with _HostSyncs() as control:  # the check sees a sync where there is one
+        torch.tensor([1.0]).item()
+    assert control.syncs
+    with _HostSyncs() as seen:  # a capture fails on a host sync (a tensor's value read by Python)
+        step(prompt[:1, 2:3])
+    assert seen.syncs == [] and any("attention_decode_static" in op for op in seen.ops)
+    # nothing of the step depends on Python's count of the cached tokens (a graph would bake it in): with
+    # every layer's length wrong, the step (the position given as a tensor) gives the same logits
+    ids, position = prompt[:1, 2:3], torch.full((1, 1), 2)
+    with torch.no_grad():
+        want = step._step(ids, position)
+        for layer in cache.layers:
+            layer.length = 1
+        got = step._step(ids, position)
+        for layer in cache.layers:
+            layer.length = 3
+    assert torch.equal(got, want)
+    assert cache.get_seq_length() == 3 and cache.layers[1].keys.shape == (1, 2, 3, 16)
+    with pytest.raises(ValueError, match=r"the cache is full \(3 of max_len 3 tokens\)"):
+        step(prompt[:1, 3:4])
+    with pytest.raises(ValueError, match=r"input_ids must be a tensor \[1, 1\]"):
+        GraphDecoder(patched, cache)(prompt[:, :1])
+    with pytest.raises(ValueError, match="CUDA graphs need a CUDA device"):
+        GraphDecoder(patched, cache, use_graph=True)
+    from transformers import DynamicCache
+    with pytest.raises(ValueError, match="must be a tilec_cache"):
+        GraphDecoder(patched, DynamicCache(config=patched.config))
+    with pytest.raises(ValueError, match="patch\\(model\\) first"):
+        GraphDecoder(ref, cache)
+
+
 @pytest.mark.slow
 def test_patched_qwen3_with_hf_cache_and_without(qwen3):
     """The patched layers also run with HF's DynamicCache (its update concatenates) and with no cache."""
@@ -189,17 +283,23 @@ def test_the_request_benchmark_runs_on_a_cpu(tmp_path):
                         "--record", str(tmp_path / "rec")], capture_output=True, text=True, cwd=root, timeout=600)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     data = json.loads(out.read_text())
-    assert data["tokens_equal_to_eager"]["tilec"] == data["steps"] + 1
+    assert data["tokens_equal_to_eager"]["tilec"] == data["tokens_equal_to_eager"]["graph"] == data["steps"] + 1
     prefill, decode = data["per_kernel"]["prefill"], data["per_kernel"]["decode"]
+    static = data["per_kernel"]["decode_static"]
     ops = {r["op"] for r in prefill}
-    assert any("attention_prefill" in o for o in ops) and any("attention_decode" in r["op"] for r in decode)
-    assert all(r["calls"] >= 1 and r["us"] > 0 for r in prefill + decode)
+    assert any("attention_prefill" in o for o in ops) and any("attention_decode_float" in r["op"] for r in decode)
+    assert any("attention_decode_static" in r["op"] for r in static)
+    assert all(r["calls"] >= 1 and r["us"] > 0 for r in prefill + decode + static)
     layers = data["layers"]
     assert sum(r["calls"] for r in prefill if "rmsnorm" in r["op"]) == 2 * layers  # two norms a layer
     for phase in ("prefill", "decode"):
         e = data["phases"][phase]
-        assert e["predicted_tilec_ms"] == pytest.approx(e["median_ms"]["rest"] + e["kernels_ms"])
-        assert set(e["paired"]) == {"eager"}
+        for subject in ("tilec", "graph"):
+            assert e["predicted_ms"][subject] == pytest.approx(e["median_ms"]["rest"] + e["kernels_ms"][subject])
+        assert set(e["paired"]["tilec"]) == {"eager"} and set(e["paired"]["graph"]) == {"eager", "tilec"}
+    steps = data["steps"] + 1
+    assert data["tokens_equal_to_eager_worst_round"] == {"eager": steps, "tilec": steps, "graph": steps}
+    assert data["graph_tokens_equal_to_eager_on_another_prompt"] == steps
     import tilec as tc
     assert tc.load_recording(str(tmp_path / "rec") + ".decode.json").names()
 

@@ -261,7 +261,7 @@ def make_kv_cache_write(dtype: str = "float32"):
     for out in outs:
         b, h, t, d = out.axis
         do, di = s[out].split(d, tc.knob("BD", [128, 64, 256]))
-        row = s[out].fuse(s[out].fuse(b, h), t)
+        row = s[out].fuse(b, h, t)
         s[out].reorder(row, do, di)
         s[out].bind(row, "program_id.0")
     return s, [k, v, start, *outs]
@@ -312,36 +312,92 @@ def make_attention(dtype: str = "float32", head_dim: int = 128, scale: float | N
     D = head_dim
     scale = D ** -0.5 if scale is None else scale
     (q, k, v, O), (S, Sc, m, l, P), j = _attention_compute(dtype, D, scale)
-    dd = S.reduce_axis[0]
     s = tc.create_schedule(O)
     b, i, hk, g, e = O.axis
+    if decode:
+        _decode_schedule(s, q, (S, Sc, m, l, P, O), j, rows=(b, i, hk), g=g, e=e, D=D)
+        return s, [q, k, v, O]
     eo, ei = s[O].split(e, D)  # the whole head dim: one tile
     jo, ji = s[O].split(j, tc.knob("BN", [32, 64, 16, 128]))
-    if decode:
-        go, gi = s[O].split(g, tc.knob("BG", [16, 32]))  # the group's query heads: the rows of a tile
-        s[O].reorder(b, i, hk, go, eo, jo, gi, ei, ji)
-        row = s[O].fuse(s[O].fuse(b, i), hk)
-        s[O].bind(row, "program_id.0")
-        s[O].bind(go, "program_id.1")
-        q_at = go
-    else:
-        io, ii = s[O].split(i, tc.knob("BM", [64, 128, 16, 32]))
-        s[O].reorder(b, hk, g, io, eo, jo, ii, ei, ji)
-        head = s[O].fuse(s[O].fuse(b, hk), g)
-        s[O].bind(io, "program_id.0")
-        s[O].bind(head, "program_id.1")
-        q_at = io
+    io, ii = s[O].split(i, tc.knob("BM", [64, 128, 16, 32]))
+    s[O].reorder(b, hk, g, io, eo, jo, ii, ei, ji)
+    head = s[O].fuse(b, hk, g)
+    s[O].bind(io, "program_id.0")
+    s[O].bind(head, "program_id.1")
+    _attention_loop(s, q, (S, Sc, m, l, P, O), jo, q_at=io, D=D)
+    return s, [q, k, v, O]
+
+
+def _attention_loop(s, q, stages, jo, q_at, D: int) -> None:
+    """What prefill and decode share: m and l online in O's loop `jo` over key tiles, Sc and P inlined, S's
+    tile one tl.dot over the head dim computed per key tile, the q tile loaded once per program (at `q_at`)."""
+    S, Sc, m, l, P, O = stages  # noqa: E741
     s[O].online(s[m], s[l])  # m and l run in O's loop over key tiles
     s[Sc].compute_inline()
     s[P].compute_inline()
-    s[S].split(dd, D)        # S's tile: one tl.dot over the head dim
+    s[S].split(S.reduce_axis[0], D)  # S's tile: one tl.dot over the head dim
     s[S].compute_at(s[O], jo)
     s.cache_read(q, "shared", readers=[S]).compute_at(s[O], q_at)  # the q tile, once per program
     s[O].pipeline(jo, tc.knob("stages", [2, 3, 4]))
     s[O].num_warps(tc.knob("warps", [4, 8]))
-    if decode:
-        s[O].split_k(jo, tc.knob("SPLIT", [4, 2, 8, 16]))
-    return s, [q, k, v, O]
+
+
+def _decode_schedule(s, q, stages, j, rows, g, e, D: int) -> None:
+    """Flash-decoding on O (one new token per row): a program per fused `rows` (b, hk) holding the group's
+    query heads `g` as the rows of one tile (K and V loaded once for the group), the head dim `e` one tile,
+    the key loop split in SPLIT parts on a grid axis of their own, merged in order by a combine kernel."""
+    O = stages[-1]
+    eo, ei = s[O].split(e, D)  # the whole head dim: one tile
+    jo, ji = s[O].split(j, tc.knob("BN", [32, 64, 16, 128]))
+    go, gi = s[O].split(g, tc.knob("BG", [16, 32]))  # the group's query heads: the rows of a tile
+    s[O].reorder(*rows, go, eo, jo, gi, ei, ji)
+    row = s[O].fuse(*rows)
+    s[O].bind(row, "program_id.0")
+    s[O].bind(go, "program_id.1")
+    _attention_loop(s, q, stages, jo, q_at=go, D=D)
+    s[O].split_k(jo, tc.knob("SPLIT", [4, 2, 8, 16]))
+
+
+def make_attention_decode_static(dtype: str = "float32", head_dim: int = 128, scale: float | None = None):
+    """Decode attention over the whole preallocated cache, the new token's position a tensor: the fixed-shape
+    form a CUDA graph replays (model.py's GraphDecoder). One new token per sequence, at position pos[0]; keys
+    0 .. pos[0] are attended (the new one included), the rest of the cache is not read:
+
+        S[b, hk, g, j] = sum_d q[b, hk, g, d] * k[b, hk, j, d] * scale,  -inf where j > pos[0]
+        P = dtype(softmax_j S)      O[b, hk, g, e] = dtype(sum_j P * (v[b, hk, j, e] where j <= pos[0], else 0))
+
+    q is [B, HKV, G, D] (the [B, 1, H, D] query), k and v the whole caches [B, HKV, TMAX, D]; every shape is
+    the same at every step, and so is every address (the caches', pos's): only pos's value changes.
+
+    Schedule: make_attention's decode (flash-decoding), the key loop split in SPLIT parts; each part runs
+    its chunk of the tiles up to pos[0] (loaded before the loop), so a step reads the keys written so far,
+    not the whole cache (docs/online.md, "Masked tiles")."""
+    _check_dtype(dtype)
+    D = head_dim
+    scale = D ** -0.5 if scale is None else scale
+    B, HKV, G, N = tc.size_vars("B HKV G N")
+    q = tc.placeholder((B, HKV, G, D), dtype, name="q")
+    k = tc.placeholder((B, HKV, N, D), dtype, name="k")
+    v = tc.placeholder((B, HKV, N, D), dtype, name="v")
+    pos = tc.placeholder((1,), "int64", name="pos")
+    dd = tc.reduce_axis(D, name="dd")
+    S = tc.compute((B, HKV, G, N), lambda b, hk, g, j: tc.sum(q[b, hk, g, dd] * k[b, hk, j, dd], axis=dd,
+                                                               acc_dtype="float32"), name="S", dtype="float32")
+    Sc = tc.compute((B, HKV, G, N), lambda b, hk, g, j: tc.where(j <= pos[0], S[b, hk, g, j] * scale,
+                                                                  float("-inf")), name="Sc")
+    j1, j2, j = (tc.reduce_axis(N, name=n) for n in ("j1", "j2", "j"))
+    m = tc.compute((B, HKV, G), lambda b, hk, g: tc.max(Sc[b, hk, g, j1], axis=j1), name="m")
+    l = tc.compute((B, HKV, G), lambda b, hk, g: tc.sum(tc.exp(Sc[b, hk, g, j2] - m[b, hk, g]), axis=j2),  # noqa: E741
+                   name="l")
+    P = tc.compute((B, HKV, G, N), lambda b, hk, g, jj: tc.exp(Sc[b, hk, g, jj] - m[b, hk, g]) / l[b, hk, g],
+                   name="P", dtype=dtype)
+    O = tc.compute((B, HKV, G, D), lambda b, hk, g, e: tc.sum(  # noqa: E741
+        P[b, hk, g, j] * tc.where(j <= pos[0], v[b, hk, j, e], 0.0), axis=j, acc_dtype="float32"), name="O",
+        dtype=dtype)
+    s = tc.create_schedule(O)
+    b, hk, g, e = O.axis
+    _decode_schedule(s, q, (S, Sc, m, l, P, O), j, rows=(b, hk), g=g, e=e, D=D)
+    return s, [q, k, v, pos, O]
 
 
 def make_attention_prefill(dtype: str = "float32", head_dim: int = 128, scale: float | None = None):
@@ -361,6 +417,7 @@ KERNELS = {
     "kv_cache_write": make_kv_cache_write,
     "attention_prefill": make_attention_prefill,
     "attention_decode": make_attention_decode,
+    "attention_decode_static": make_attention_decode_static,
     "linear_residual": make_linear_residual,
     "gate_up_silu": make_gate_up_silu,
 }
@@ -387,6 +444,21 @@ def use_plans(directory) -> None:
     PLANS.append(Path(directory))
 
 
+def tune_inputs(name: str, dtype: str, **params):
+    """The inputs `tc.tune` measures kernel `name` on, where normal random ones would not be a call's: the
+    static decode attention's position is the cache's last (the tuner's random small ints would bound its loop
+    at a tile or two, not at a request's thousands of keys). None: the tuner's random inputs."""
+    if name != "attention_decode_static":
+        return None
+    dt = getattr(torch, dtype)
+
+    def inputs(sizes, device):
+        B, HKV, G, N, D = sizes["B"], sizes["HKV"], sizes["G"], sizes["N"], params.get("head_dim", 128)
+        return [torch.randn(B, HKV, G, D, device=device).to(dt), torch.randn(B, HKV, N, D, device=device).to(dt),
+                torch.randn(B, HKV, N, D, device=device).to(dt), torch.tensor([N - 1], device=device)]
+    return inputs
+
+
 def tune_plans(rec, out, trials: int, only=None, **tune_options) -> dict[str, str]:
     """Tune each op recorded in `rec` (a tc.record Recording; the ops made by op(), those of `only` where given)
     for the mix of its recorded calls and save the plan as `out`/<op name>.json, where use_plans finds it. The
@@ -405,7 +477,8 @@ def tune_plans(rec, out, trials: int, only=None, **tune_options) -> dict[str, st
         mix = rec.mix(qualname)
         t0 = time.perf_counter()
         try:
-            tuned = tc.tune(s, mix, trials=trials, args=args, progress=False, **tune_options)
+            tuned = tc.tune(s, mix, trials=trials, args=args, progress=False,
+                            inputs=tune_inputs(name, dtype, **params), **tune_options)
         except tc.TilecError as e:  # no config of this kernel ran at these shapes: said, and left untuned
             print(f"{op_}: not tuned ({str(e)[:200]})", flush=True)
             continue
@@ -444,19 +517,9 @@ def kernel(name: str, dtype: str, **params):
 @functools.cache
 def op(name: str, dtype: str, **params):
     """The kernel as a torch custom op `tilec::qwen3_<name>_<dtype>...` (tilec's `as_op`), built once.
-
-    kv_cache_write updates the caches in place, which `as_op` (functional ops: new outputs) refuses; it is
-    registered here with `torch.library.custom_op(..., mutates_args=...)` around the in-place call."""
+    kv_cache_write's outputs are in-place scatters: its op takes the caches after the new keys, values and
+    start, updates them (`Tensor(a!)`) and returns nothing; TMAX is read from the caches' shape."""
     k = kernel(name, dtype, **params)
     qualname = op_name(name, dtype, **params)
     SPECS[qualname] = (name, dtype, dict(params))
-    if name != "kv_cache_write":
-        return k.as_op(qualname)
-
-    def write(key: torch.Tensor, value: torch.Tensor, start: torch.Tensor, k_cache: torch.Tensor,
-              v_cache: torch.Tensor) -> None:
-        k(key, value, start, out=[k_cache, v_cache], TMAX=k_cache.shape[2])
-
-    write_op = torch.library.custom_op(f"tilec::{qualname}", write, mutates_args=("k_cache", "v_cache"))
-    write_op.register_fake(lambda *tensors: None)  # tracing (torch.compile): it returns nothing, writes in place
-    return write_op
+    return k.as_op(qualname)

@@ -36,6 +36,8 @@ import torch
 from transformers.cache_utils import Cache, DynamicLayer
 from transformers.models.qwen3.modeling_qwen3 import Qwen3DecoderLayer
 
+import tilec as tc
+
 
 def _load_sibling(module: str, filename: str):
     """Import this directory's `filename` as `module`, by path: the directory is not put on sys.path, where its
@@ -65,6 +67,7 @@ class TilecCacheLayer(DynamicLayer):
         self.max_cache_len = max_cache_len
         self.length = 0
         self.k_buffer = self.v_buffer = None
+        self.position = None  # GraphDecoder's static step: the new token's position, an int64 tensor [1]
 
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
         B, HKV, _, D = key_states.shape
@@ -94,6 +97,19 @@ class TilecCacheLayer(DynamicLayer):
         self.keys = self.k_buffer[:, :, :self.length]
         self.values = self.v_buffer[:, :, :self.length]
         return self.keys, self.values
+
+    def update_static(self, key_states: torch.Tensor, value_states: torch.Tensor):
+        """GraphDecoder's step: write the new token at `self.position` (a tensor, its value set before each
+        step) and return the whole buffers [B, HKV, max_cache_len, D]: the same shapes and addresses at every
+        step. The length is not advanced here (the step may be a graph's replay); GraphDecoder advances it."""
+        self.write(key_states, value_states, self.position, self.k_buffer, self.v_buffer)
+        return self.k_buffer, self.v_buffer
+
+    def advance(self, tokens: int) -> None:
+        """Count `tokens` more written (by update_static, out of Python's sight in a graph)."""
+        self.length += tokens
+        self.keys = self.k_buffer[:, :, :self.length]
+        self.values = self.v_buffer[:, :, :self.length]
 
     def get_seq_length(self) -> int:
         return self.length
@@ -188,6 +204,7 @@ def _prepare(layer: Qwen3DecoderLayer) -> types.SimpleNamespace:
         qk_norm_rope=kernels.op("qk_norm_rope", dtype, head_dim=D, eps=attn.q_norm.variance_epsilon),
         prefill=kernels.op("attention_prefill", dtype, head_dim=D, scale=attn.scaling),
         decode=kernels.op("attention_decode", dtype, head_dim=D, scale=attn.scaling),
+        decode_static=kernels.op("attention_decode_static", dtype, head_dim=D, scale=attn.scaling),
         linear_residual=kernels.op("linear_residual", dtype),
         gate_up=kernels.op("gate_up_silu", dtype),
     )
@@ -223,6 +240,15 @@ def _check_mask(attention_mask, S: int, T: int) -> None:
                          f"only (attention_mask=None or all ones)")
 
 
+def _static_layer(cache, layer_idx: int):
+    """The layer's TilecCacheLayer when a GraphDecoder step is running (its `position` set), else None."""
+    layers = getattr(cache, "layers", None)
+    if layers is None or layer_idx >= len(layers):
+        return None
+    layer = layers[layer_idx]
+    return layer if isinstance(layer, TilecCacheLayer) and layer.position is not None else None
+
+
 def tilec_decoder_forward(self, hidden_states: torch.Tensor, attention_mask=None, position_ids=None, cache=None,
                           use_cache=False, position_embeddings=None, **kwargs) -> torch.Tensor:
     """Qwen3DecoderLayer.forward through the tilec ops (same arguments and result as HF's)."""
@@ -235,8 +261,15 @@ def tilec_decoder_forward(self, hidden_states: torch.Tensor, attention_mask=None
     if position_embeddings is None:
         raise ValueError("tilec Qwen3 layer: position_embeddings (cos, sin) must be given, as Qwen3Model does")
     layer_idx = self.self_attn.layer_idx
-    past = cache.get_seq_length(layer_idx) if cache is not None else 0
-    _check_mask(attention_mask, S, past + S)
+    static = _static_layer(cache, layer_idx)
+    if static is not None:  # GraphDecoder's step: a Python value here would be baked into the graph
+        if S != 1 or attention_mask is not None:
+            raise ValueError(f"tilec Qwen3 layer: a static (CUDA-graph) step takes one new token and no mask "
+                             f"(got {S} tokens, attention_mask {type(attention_mask).__name__}; HF's sdpa "
+                             f"attention passes None)")
+    else:
+        past = cache.get_seq_length(layer_idx) if cache is not None else 0
+        _check_mask(attention_mask, S, past + S)
 
     # attention block: RMSNorm, QKV GEMM, q/k norm + RoPE, cache, attention, o_proj + residual
     x = hidden_states.reshape(B * S, C)
@@ -246,10 +279,14 @@ def tilec_decoder_forward(self, hidden_states: torch.Tensor, attention_mask=None
     v = qkv[:, :, t.H + t.HKV:].transpose(1, 2)                  # [B, HKV, S, D], a view
     cos, sin = (e.to(hidden_states.dtype).expand(B, S, t.D) for e in position_embeddings)
     q, k = t.qk_norm_rope(q, k, cos, sin, self.self_attn.q_norm.weight, self.self_attn.k_norm.weight)
-    if cache is not None:
-        k, v = cache.update(k, v, layer_idx)                     # [B, HKV, past + S, D]
-    attention = t.decode if S == 1 else t.prefill
-    o = attention(q.view(B, S, t.HKV, t.G, t.D), k, v)           # [B, S, HKV, G, D] = [B, S, H * D]
+    if static is not None:  # the whole cache, the position a tensor: the same shapes at every step
+        k, v = static.update_static(k, v)                        # [B, HKV, max_len, D]
+        o = t.decode_static(q.view(B, t.HKV, t.G, t.D), k, v, static.position)  # [B, HKV, G, D]
+    else:
+        if cache is not None:
+            k, v = cache.update(k, v, layer_idx)                 # [B, HKV, past + S, D]
+        attention = t.decode if S == 1 else t.prefill
+        o = attention(q.view(B, S, t.HKV, t.G, t.D), k, v)       # [B, S, HKV, G, D] = [B, S, H * D]
     x = t.linear_residual(o.view(B * S, t.H * t.D), self.self_attn.o_proj.weight, x)
 
     # MLP block: RMSNorm, gate/up + SiLU, down_proj + residual
@@ -257,3 +294,95 @@ def tilec_decoder_forward(self, hidden_states: torch.Tensor, attention_mask=None
     a = t.gate_up(h, self.mlp.gate_proj.weight, self.mlp.up_proj.weight)
     x = t.linear_residual(a, self.mlp.down_proj.weight, x)
     return x.view(B, S, C)
+
+
+# -- decode steps in a CUDA graph ---------------------------------------------------------------------------------
+
+class GraphDecoder:
+    """Greedy-decode steps of a patched model over a tilec cache, one token per sequence per step, captured once
+    in a CUDA graph and replayed (on a CPU: the same step run eagerly, for checking).
+
+        out = model(input_ids=prompt, cache=cache, use_cache=True)          # prefill: eager, any length
+        step = GraphDecoder(model, cache)
+        logits = step(next_ids)                                               # [B, 1, vocab], one per call
+
+    A graph replays fixed shapes at fixed addresses; so in a step every tensor is either static (the weights,
+    the cache's buffers, the step's own input ids and position [B, 1], copied into before each replay) or made
+    inside the step. The decoder layers see the cache in its static mode (`TilecCacheLayer.position` set): the
+    new keys and values are written at the position tensor, and attention runs over the whole buffers bounded
+    by it (`attention_decode_static`). The model is called with `position_ids` given, so HF derives nothing
+    from the cache's Python length, and with no mask (HF's sdpa attention passes None for one new token; an
+    eager-attention model's mask tensor is refused). Python state advances outside the graph: after each step
+    every layer's length grows by one.
+
+    The first call on a GPU captures the step with `tc.graphed` (two warm-up calls on a side stream: Triton
+    compiles, every op's first call; then the capture); each of those writes the same keys and values at the
+    same position, so the cache ends as after one step. The logits returned are a copy (the graph's output
+    buffer is overwritten by the next step).
+    A GraphDecoder serves one cache (its buffers' addresses are in the graph): make a new one for another
+    cache. Not counted by tc.record on replay (record a request before capturing)."""
+
+    def __init__(self, model, cache: Cache, use_graph: bool | None = None):
+        self.layers = list(getattr(cache, "layers", []))
+        if not self.layers or not all(isinstance(x, TilecCacheLayer) for x in self.layers):
+            raise ValueError("GraphDecoder: the cache must be a tilec_cache (every layer a TilecCacheLayer)")
+        if not all(x.is_initialized for x in self.layers):
+            raise ValueError("GraphDecoder: run the prefill through the cache first (its buffers are allocated at "
+                             "the first update)")
+        if len({x.length for x in self.layers}) != 1:
+            raise ValueError(f"GraphDecoder: the cache's layers hold different lengths "
+                             f"{sorted({x.length for x in self.layers})}")
+        if not all(hasattr(x, "_tilec") for x in _decoder_layers(model)) or not _decoder_layers(model):
+            raise ValueError("GraphDecoder: patch(model) first: its decoder layers must run the tilec ops")
+        rope = {getattr(m, "rope_type", "default") for m in model.modules() if hasattr(m, "rope_type")}
+        if rope - {"default", "linear"}:  # dynamic/longrope read the positions on the host and update state
+            raise ValueError(f"GraphDecoder: RoPE type {sorted(rope)} recomputes its tables from the positions' "
+                             f"values on the host, which a graph cannot replay; 'default' and 'linear' only")
+        self.model, self.cache = model, cache
+        first = self.layers[0]
+        self.device = first.k_buffer.device
+        self.batch = first.k_buffer.shape[0]
+        self.use_graph = self.device.type == "cuda" if use_graph is None else use_graph
+        if self.use_graph and self.device.type != "cuda":
+            raise ValueError(f"GraphDecoder: CUDA graphs need a CUDA device; the cache is on {self.device}")
+        self.graph = None  # a tc.graphed of _step, at the first call on a GPU
+
+    @property
+    def length(self) -> int:
+        return self.layers[0].length
+
+    def _step(self, ids: torch.Tensor, position_ids: torch.Tensor) -> torch.Tensor:
+        """The step the graph captures: the model on the new tokens `ids` [B, 1] at `position_ids` [B, 1], the
+        cache's layers in their static mode, written at and bounded by position_ids[0] (a view: no copy)."""
+        for layer in self.layers:
+            layer.position = position_ids[0]
+        try:
+            return self.model(input_ids=ids, position_ids=position_ids, cache=self.cache, use_cache=True).logits
+        finally:
+            for layer in self.layers:
+                layer.position = None
+
+    @torch.no_grad()
+    def __call__(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """One decode step: `input_ids` [B, 1], the new token of each sequence; returns its logits [B, 1, V]."""
+        if not isinstance(input_ids, torch.Tensor) or tuple(input_ids.shape) != (self.batch, 1):
+            raise ValueError(f"GraphDecoder: input_ids must be a tensor [{self.batch}, 1] (one new token per "
+                             f"sequence), got {getattr(input_ids, 'shape', type(input_ids).__name__)}")
+        if len({x.length for x in self.layers}) != 1:
+            raise ValueError("GraphDecoder: the cache's layers were changed outside the decoder (different lengths)")
+        room = self.layers[0].max_cache_len
+        if self.length + 1 > room:
+            raise ValueError(f"GraphDecoder: the cache is full ({self.length} of max_len {room} tokens); make the "
+                             f"cache with a larger max_len")
+        position_ids = torch.full((self.batch, 1), self.length, dtype=torch.int64, device=self.device)
+        ids = input_ids.to(device=self.device, dtype=torch.int64)
+        if not self.use_graph:
+            logits = self._step(ids, position_ids)
+        elif self.graph is None:  # warm-up calls, then the capture (tilec's tc.graphed): each writes the same
+            self.graph = tc.graphed(self._step, ids, position_ids, warmup=2)  # keys at the same position
+            logits = self.graph.replay()
+        else:
+            logits = self.graph(ids, position_ids)  # copied into the graph's static inputs, replayed
+        for layer in self.layers:
+            layer.advance(1)
+        return logits.clone()

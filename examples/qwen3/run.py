@@ -5,6 +5,9 @@ each step and `qwen3: OK` when every step is within the dtype's tolerance and th
     python examples/qwen3/run.py                                  # CPU, float32, Triton's interpreter
     python examples/qwen3/run.py --device cuda --dtype bfloat16   # on a GPU
     python examples/qwen3/run.py --plans DIR                      # kernels from tuned plans (tune.py)
+    python examples/qwen3/run.py --graph                          # decode steps by model.GraphDecoder: a CUDA
+                                                                  # graph on a GPU (the same static step eagerly
+                                                                  # on a CPU)
 
 The reference keeps HF's own attention (sdpa) and DynamicCache; the patched copy uses the tilec cache
 (`model.tilec_cache`). Both are fed the reference's greedy tokens, so that each step compares the logits of
@@ -68,20 +71,32 @@ def tiny_model(seed: int = 0, dtype: torch.dtype = torch.float32, device: str = 
 
 @torch.no_grad()
 def compare(ref: Qwen3ForCausalLM, patched: Qwen3ForCausalLM, prompt: torch.Tensor, steps: int,
-            verbose: bool = True) -> dict:
-    """Prefill `prompt` [B, S] then `steps` greedy decode steps in both models. Returns the max |delta logit|
-    per step (step 0: the prefill's logits at every position), both models' greedy tokens per step, and per
-    step the reference's logit gap between its token and the patched model's (0 where they agree)."""
+            verbose: bool = True, graph: bool = False) -> dict:
+    """Prefill `prompt` [B, S] then `steps` greedy decode steps in both models (with `graph`, the patched
+    model's decode steps by model.GraphDecoder). Returns the max |delta logit| per step (step 0: the prefill's
+    logits at every position), both models' greedy tokens per step, per step the reference's logit gap between
+    its token and the patched model's (0 where they agree), and per step the tilec calls made (tc.record: op
+    -> sorted shapes)."""
+    import tilec as tc
+
     max_len = prompt.shape[1] + steps
     ref_cache = DynamicCache(config=ref.config)
     tilec_cache = tilec_qwen3.tilec_cache(patched, max_len)
-    ids, diffs, gaps, ref_tokens, tilec_tokens = prompt, [], [], [], []
+    ids, diffs, gaps, ref_tokens, tilec_tokens, calls = prompt, [], [], [], [], []
+    decoder = None
     for step in range(steps + 1):
         t0 = time.perf_counter()
         want = ref(input_ids=ids, cache=ref_cache, use_cache=True).logits.float()
         t1 = time.perf_counter()
-        got = patched(input_ids=ids, cache=tilec_cache, use_cache=True).logits.float()
+        with tc.record() as rec:
+            if decoder is not None:
+                got = decoder(ids).float()
+            else:
+                got = patched(input_ids=ids, cache=tilec_cache, use_cache=True).logits.float()
         t2 = time.perf_counter()
+        calls.append({name: sorted(rec.calls(name)) for name in rec.names()})
+        if graph and decoder is None:
+            decoder = tilec_qwen3.GraphDecoder(patched, tilec_cache)
         if not torch.isfinite(got).all():
             raise AssertionError(f"qwen3: step {step}: the patched model's logits hold NaN or inf")
         diffs.append((got - want).abs().max().item())
@@ -95,7 +110,7 @@ def compare(ref: Qwen3ForCausalLM, patched: Qwen3ForCausalLM, prompt: torch.Tens
             what = f"prefill {prompt.shape[1]} tokens" if step == 0 else f"decode step {step}"
             print(f"{what:>18}: max |delta logit| {diffs[-1]:.2e}  (max |logit| {want.abs().max().item():.2f}; "
                   f"reference {1e3 * (t1 - t0):.0f} ms, tilec {1e3 * (t2 - t1):.0f} ms)")
-    return dict(diffs=diffs, gaps=gaps, ref_tokens=ref_tokens, tilec_tokens=tilec_tokens)
+    return dict(diffs=diffs, gaps=gaps, ref_tokens=ref_tokens, tilec_tokens=tilec_tokens, calls=calls)
 
 
 def main(argv=None) -> dict:
@@ -106,6 +121,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--plans", metavar="DIR", help="serve the kernels from the tuned plans in DIR (tune.py)")
+    ap.add_argument("--graph", action="store_true", help="decode steps by model.GraphDecoder (a CUDA graph on a GPU)")
     args = ap.parse_args(argv)
     if args.plans:
         tilec_qwen3.kernels.use_plans(args.plans)
@@ -117,7 +133,7 @@ def main(argv=None) -> dict:
         print(f"served from the tuned plans in {args.plans}: {', '.join(tilec_qwen3.kernels.planned()) or 'none'}")
     torch.manual_seed(1)
     prompt = torch.randint(0, ref.config.vocab_size, (args.batch, args.prompt_len), device=args.device)
-    result = compare(ref, patched, prompt, args.steps)
+    result = compare(ref, patched, prompt, args.steps, graph=args.graph)
     tol = TOLERANCE[args.dtype]
     worst = max(result["diffs"])
     if worst > tol:
@@ -131,7 +147,9 @@ def main(argv=None) -> dict:
     if result["ref_tokens"] != result["tilec_tokens"]:
         print(f"note: near-tie tokens differ (reference gap <= {allowed_gap:g}): {result['tilec_tokens']}")
     print(f"greedy tokens {result['ref_tokens']}")
-    print(f"qwen3: OK (max |delta logit| {worst:.2e} <= {tol:g}, {args.dtype} on {args.device})")
+    decode = "decode in a CUDA graph" if args.graph and args.device.startswith("cuda") else \
+        "decode by GraphDecoder's static step, eagerly" if args.graph else "decode eagerly"
+    print(f"qwen3: OK (max |delta logit| {worst:.2e} <= {tol:g}, {args.dtype} on {args.device}, {decode})")
     return result
 
 
