@@ -368,6 +368,13 @@ def test_graphed_replay():
         g(*gemm_inputs(65, 64, 64))
     with pytest.raises(tc.ArgumentError, match="expected 2 input tensors"):
         g(a2)
+    with tc.record() as rec:  # each replay counts the kernel's call, as a call would
+        g(a2, w2)
+        g.replay()
+    assert rec.total(k) == 2 and list(rec.calls(k)) == ["K=64,M=64,N=64"]
+    with tc.record() as rec:  # the capture counts nothing (it runs no kernel)
+        k.graphed(a, w)
+    assert rec.total(k) == 3  # its three warm-up calls, which run
 
 
 @needs_cuda

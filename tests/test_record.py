@@ -77,6 +77,26 @@ def test_calls_through_torch_compile_count_and_its_tracing_does_not(tmp_path):
     assert rec.calls(op) == {"K=24,M=5,N=20": 3}
 
 
+def test_a_captured_graphs_calls_count_at_each_replay_and_not_at_the_capture(tmp_path):
+    """tc.graphed's capture runs the call's Python once and no kernel: its calls go to a CallLog, counted in
+    no recording; each replay counts them (op, plan, kernel: the outermost, as a call) in the recordings open
+    then. The mechanism on the CPU (graphed itself needs a CUDA device)."""
+    from tilec.runtime.calls import CallLog
+    op = _gemm().as_op("record_test_graphed")
+    kernel = _gemm()
+    log = CallLog()
+    with tc.record() as rec:
+        with log.capturing():
+            op(torch.randn(5, 24), torch.randn(24, 20))
+            kernel(torch.randn(3, 24), torch.randn(24, 20))
+        assert rec.names() == []  # the capture counted nothing
+        for _ in range(3):
+            log.replay()
+    assert rec.calls(op) == {"K=24,M=5,N=20": 3} and rec.calls(kernel) == {"K=24,M=3,N=20": 3}
+    log.replay()  # no recording open: nothing to count, nothing raised
+    assert rec.total(op) == 3
+
+
 def test_a_long_tail_of_shapes_is_bucketed_as_the_plans_bucket_them():
     """A decode position per step: 60 shapes become the power-of-two buckets of M, each stood for by its largest
     shape recorded and weighted by all its calls."""

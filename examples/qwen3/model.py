@@ -320,7 +320,7 @@ class GraphDecoder:
     same position, so the cache ends as after one step. The logits returned are a copy (the graph's output
     buffer is overwritten by the next step).
     A GraphDecoder serves one cache (its buffers' addresses are in the graph): make a new one for another
-    cache. Not counted by tc.record on replay (record a request before capturing)."""
+    cache. tc.record counts each replay's calls (tc.graphed logs the calls its capture made)."""
 
     def __init__(self, model, cache: Cache, use_graph: bool | None = None):
         self.layers = list(getattr(cache, "layers", []))

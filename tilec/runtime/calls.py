@@ -15,6 +15,7 @@ from contextlib import contextmanager
 
 SINKS: list = []  # the recordings open, innermost last (each counts every call)
 _INSIDE = contextvars.ContextVar("tilec_record_inside", default=False)  # a counted call is running its parts
+_CAPTURE = contextvars.ContextVar("tilec_record_capture", default=None)  # a CallLog capturing: counts go there only
 _LOCK = threading.Lock()
 
 
@@ -33,6 +34,10 @@ def count(target, name: str, sizes: dict[str, int]) -> None:
     first), unless it runs inside a call already counted."""
     if _INSIDE.get():
         return
+    log = _CAPTURE.get()
+    if log is not None:  # a graph being captured: nothing runs now; its replays count (CallLog)
+        log._count(target, name, sizes)
+        return
     for rec in list(SINKS):
         rec._count(target, name, sizes)
 
@@ -50,3 +55,35 @@ def counted_call() -> Iterator[None]:
 def inside() -> bool:
     """Whether a counted call is running its parts (so this one is not to be counted)."""
     return _INSIDE.get()
+
+
+class CallLog:
+    """The calls made while capturing (a CUDA graph's capture: its Python runs once, no kernel runs), counted
+    again into the recordings open at each replay: a graph's replays are calls like any other.
+
+        log = CallLog()
+        with log.capturing():   # logged here, counted in no recording
+            ...
+        log.replay()            # each call logged, counted once in every recording open now
+    """
+
+    def __init__(self):
+        self.calls: list[tuple[object, str, dict[str, int]]] = []
+
+    def _count(self, target, name: str, sizes: dict[str, int]) -> None:
+        self.calls.append((target, name, dict(sizes)))
+
+    @contextmanager
+    def capturing(self) -> Iterator[CallLog]:
+        open_sink(self)  # so that callers, which test SINKS first, report their calls
+        token = _CAPTURE.set(self)
+        try:
+            yield self
+        finally:
+            _CAPTURE.reset(token)
+            close_sink(self)
+
+    def replay(self) -> None:
+        if SINKS and not _INSIDE.get():
+            for target, name, sizes in self.calls:
+                count(target, name, sizes)

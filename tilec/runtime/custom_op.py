@@ -19,7 +19,8 @@
 - `graphed(target, *example_inputs)` captures one call in a CUDA graph (static input buffers,
   static outputs) and returns a `Graphed`, whose calls copy new inputs into the static buffers and
   replay: for small calls repeated many times, where the host's launch time exceeds the GPU's.
-  Without a CUDA device (Triton's interpreter) it raises a `TilecError`.
+  Each replay counts the tilec calls the graph holds in the open `tc.record` recordings (the capture,
+  which runs no kernel, counts none). Without a CUDA device (Triton's interpreter) it raises a `TilecError`.
 """
 
 from __future__ import annotations
@@ -249,11 +250,13 @@ class Graphed:
                     fn(*self.inputs)
             torch.cuda.current_stream(self.inputs[0].device).wait_stream(side)
             self.graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(self.graph, pool=pool):
+            self.calls = recording.CallLog()  # the tilec calls the graph holds: tc.record counts them per replay
+            with self.calls.capturing(), torch.cuda.graph(self.graph, pool=pool):
                 self.outputs = fn(*self.inputs)
 
     def replay(self):
         self.graph.replay()
+        self.calls.replay()
         return self.outputs
 
     def __call__(self, *tensors):
@@ -270,8 +273,7 @@ class Graphed:
             for x, s in zip(tensors, self.inputs):
                 if x is not s:
                     s.copy_(x)
-        self.graph.replay()
-        return self.outputs
+        return self.replay()
 
     def __repr__(self) -> str:
         return f"<Graphed {self.name} for {', '.join(map(_describe, self.inputs))}>"

@@ -11,8 +11,9 @@ call of its sizes (the values of the schedule's size names, read from the inputs
 them). A call is counted once, by the outermost of them: an op's call under the op's name (`tilec::rms_norm`),
 not again under the Tuned it runs, nor under the Tuned's kernel. A call that raises is not counted. Calls
 traced by torch.compile (the op's fake) are not calls and are not counted; the compiled graph's real calls
-are. A CUDA graph's replays (`graphed`, torch.compile's "reduce-overhead") launch no call and are not counted:
-record a program before capturing it. With no recording open, the cost to a call is one test of an empty list.
+are. A replay of `tc.graphed`'s graph counts the tilec calls its capture made (the capture, which runs no
+kernel, counts none); other CUDA graphs' replays (torch.compile's "reduce-overhead", a hand-made
+torch.cuda.CUDAGraph) launch no Python call and are not counted: record such a program before capturing it. With no recording open, the cost to a call is one test of an empty list.
 
 Sizes of 0 are kept in the counts but left out of a mix (a ShapeMix holds sizes of at least 1, and such a call
 does no work). A long tail of shapes (a decode position per step) is bucketed the way the tuner's bucket plan
