@@ -82,6 +82,7 @@ def tune_one(mod, sched, args, sizes, trials, storage, cost_model) -> dict:
     mix = tc.ShapeMix([(sizes, 1)])
     t0 = time.perf_counter()
     tuned = tc.tune(sched, mix, trials=trials, args=args, reference=_reference(mod), storage=storage,
+                    inputs=mod.inputs,  # the suite's own inputs: kl_div's log-probabilities, int4's packed words
                     jobs=0, progress=False, seeds=trials // 2, cost_model=cost_model,
                     timer=_timer if CPU_CHECK else None, study_name=f"{mod.__name__}-{cost_model}")
     seconds = time.perf_counter() - t0
