@@ -241,3 +241,29 @@ def test_a_recording_whose_calls_give_different_size_names_is_refused(tmp_path):
     bad.write_text(json.dumps({"format": "tilec-recording", "version": 1, "kernels": {"C": [[{}, 1]]}}))
     with pytest.raises(tc.ArgumentError, match="same size names, at least one"):
         tc.load_recording(bad)
+
+
+def test_another_threads_calls_during_a_capture_are_not_logged(tmp_path):
+    """Review finding: CallLog joined the global sinks, so a call in another thread while one thread captured
+    went into the capture's log and was counted again at every replay."""
+    import threading
+
+    from tilec.runtime.calls import CallLog
+    kernel = _gemm()
+    log = CallLog()
+    inside, done = threading.Event(), threading.Event()
+
+    def capture():
+        with log.capturing():
+            inside.set()
+            done.wait(30)
+
+    t = threading.Thread(target=capture)
+    with tc.record() as rec:
+        t.start()
+        inside.wait(30)
+        kernel(torch.randn(4, 24), torch.randn(24, 20))  # this thread's call, during the other's capture
+        done.set()
+        t.join()
+        log.replay()
+    assert log.calls == [] and rec.calls(kernel) == {"K=24,M=4,N=20": 1}

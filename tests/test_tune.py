@@ -626,3 +626,32 @@ def test_tune_refuses_inputs_of_the_wrong_shape_or_kind(tmp_path):
         tc.tune(s, mix, inputs=lambda sizes, device: [torch.rand(7), torch.rand(7)], **kw)
     with pytest.raises(tc.ArgumentError, match=r"tune: inputs must be a function"):
         tc.tune(s, mix, inputs=[torch.rand(7)], **kw)
+
+
+def test_inputs_name_the_study_so_a_retune_with_them_measures_again(tmp_path):
+    """Review finding: the study's name did not depend on inputs=, so tuning again with inputs= after a run on
+    random inputs copied that run's failures (wrong answers on NaN) from the same study instead of measuring."""
+    s, args = _sqrt_kernel()
+    mix = tc.ShapeMix([({"M": 37}, 1)])
+    kw = dict(trials=2, args=args, storage=f"sqlite:///{tmp_path / 't.db'}", jobs=0, progress=False,
+              timer=lambda kernel, inputs: 1e-6)
+    with pytest.raises(tc.ArgumentError, match="no config completed"):
+        tc.tune(s, mix, **kw)
+    tuned = tc.tune(s, mix, inputs=_positive, **kw)  # a study of its own: measured, all complete
+    assert all(t["state"] == "COMPLETE" for t in tuned.trials())
+    from tilec.tune.study import study_key
+    assert tuned.study.study_name == study_key(s, mix, args, inputs=_positive) != study_key(s, mix, args)
+
+
+def test_gpus_workers_with_inputs_need_the_recipes_own(tmp_path):
+    """Review finding: gpus= workers (`tilec tune RECIPE --worker`) make their inputs with the recipe's inputs()
+    or, without one, random ones, whatever the caller passed: refused unless the recipe defines that function."""
+    recipe = tmp_path / "sqrt_recipe.py"
+    here = str(Path(__file__).parent)
+    recipe.write_text(f"import sys\nsys.path.insert(0, {here!r})\nfrom test_tune import _sqrt_kernel\n\n\n"
+                      "def make():\n    return _sqrt_kernel()\n")
+    s, args = _sqrt_kernel()
+    with pytest.raises(tc.ArgumentError, match=r"gpus= workers rebuild everything from the recipe .* defines no "
+                                               r"inputs\(sizes, device\)"):
+        tc.tune(s, tc.ShapeMix([({"M": 7}, 1)]), trials=1, args=args, storage=f"sqlite:///{tmp_path / 't.db'}",
+                progress=False, inputs=_positive, recipe=str(recipe), gpus=1)

@@ -84,6 +84,7 @@ def _inputs(module, path: str):
             return fn(sizes, device)
         except Exception as e:
             raise UserError(f"{path}: inputs() raised {type(e).__name__}: {e}") from e
+    checked.__wrapped__ = fn  # the study's name reads the file's function (tune.study.inputs_name)
     return checked
 
 
@@ -215,7 +216,7 @@ def cmd_tune(a) -> int:
     storage = _storage(a.storage)
     from tilec.tune.storage import check_storage
     check_storage(storage)  # before anything is printed or started
-    name = a.study or study_key(s, mix, args)
+    name = a.study or study_key(s, mix, args, inputs=inputs)
     if a.fresh:
         from tilec.tune.storage import drop_study
         gone = drop_study(storage, name, missing_ok=True)
@@ -279,10 +280,12 @@ def cmd_show(a) -> int:
     mix = parse_mix(a.mix, a.fixed) if a.mix else None
     if a.fixed and not a.mix:
         raise UserError("--fixed needs --mix")
-    s = args = None
+    s = args = inputs = None
     if file:
         use_interpreter_without_gpu()
-        s, args = make_schedule(load_file(file), file)
+        module = load_file(file)
+        s, args = make_schedule(module, file)
+        inputs = _inputs(module, file)
         if mix is not None:
             check_mix(s, mix, file)
     name = a.study
@@ -292,9 +295,10 @@ def cmd_show(a) -> int:
         if mix is None:
             raise UserError(f"to find the study of {file}, give the --mix (and --fixed) it was tuned with, "
                             f"or name it with --study")
-        name = study_key(s, mix, args)
-    elif file and mix is not None and study_key(s, mix, args) != name:
-        print(f"note: {file} with this mix would be tuned in study {study_key(s, mix, args)}, not {name}")
+        name = study_key(s, mix, args, inputs=inputs)
+    elif file and mix is not None and study_key(s, mix, args, inputs=inputs) != name:
+        print(f"note: {file} with this mix would be tuned in study {study_key(s, mix, args, inputs=inputs)}, "
+              f"not {name}")
     untuned = None
     if a.study is None:  # the name is tilec's, from the file and the mix: say what to run instead
         fixed = f' --fixed "{a.fixed}"' if a.fixed else ""

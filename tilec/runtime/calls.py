@@ -39,7 +39,8 @@ def count(target, name: str, sizes: dict[str, int]) -> None:
         log._count(target, name, sizes)
         return
     for rec in list(SINKS):
-        rec._count(target, name, sizes)
+        if not isinstance(rec, CallLog):  # another thread's capture: its log takes only its own calls
+            rec._count(target, name, sizes)
 
 
 @contextmanager

@@ -149,6 +149,9 @@ def as_op(target, name: str):
         raise ArgumentError(f"as_op({name!r}): the size {', '.join(shape_kernel.call_sizes)} is in no input's shape "
                             f"(a call gives it by name); a custom op reads its sizes from its tensors here. Give "
                             f"the kernel an input whose shape holds it")
+    if in_place and shape_kernel is not target:
+        raise ArgumentError(f"as_op({name!r}): a tuned plan of in-place scatters ({', '.join(t.name for t in in_place)})"
+                            f"; make the op of the kernel (tc.tune tunes no in-place kernel)")
     size_at = _sizes_from_outputs(name, shape_kernel.call_sizes, in_place) if in_place else {}
     # Import Triton now, the way tilec needs it (with TRITON_INTERPRET=1 set first where there is no GPU):
     # torch.compile imports Triton itself, and a Triton imported without it cannot run the interpreter.

@@ -68,7 +68,7 @@ class Tuning:
             from tilec.schedule.schedule import create_schedule
             self.reference = Kernel(create_schedule(list(sched.outputs)), self.args)
         self.space = SearchSpace(sched, mix) if shared_limit is None else SearchSpace(sched, mix, shared_limit)
-        self.name = study_name or _study.study_key(sched, mix, self.args, self.space.shared_limit)
+        self.name = study_name or _study.study_key(sched, mix, self.args, self.space.shared_limit, inputs)
         self.url = storage or default_storage()
         check_storage(self.url)  # refuse what is not a storage before starting anything
         self.keys = [ShapeMix.key(s) for s, _ in mix]

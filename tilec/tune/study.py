@@ -29,7 +29,8 @@
   interrupted at any point resumes. Heartbeats mark the trials of a killed process failed, and they
   are retried. Its name is derived from everything that changes a measurement: the schedule's
   fingerprint, its knobs and their choices, the args, the mix, the shared-memory limit, the device
-  and the tilec/Triton/torch versions, so a changed kernel never reuses stale results.
+  and the tilec/Triton/torch versions, and the name of the `inputs=` function where one is given
+  (random inputs and a function's make two studies), so a changed kernel never reuses stale results.
 - Configs are stored as optuna params (JSON), never pickles. Whatever is read back from a study
   (params, times, values, reasons) is data: a config is used only if it is one of the knobs'
   choices, times only if they are finite numbers for the mix's shapes; nothing is evaluated.
@@ -165,9 +166,19 @@ def default_jobs() -> int:
     return min(4, max(1, cores // 2))
 
 
-def study_key(sched, mix: ShapeMix, args, shared_limit: int = SHARED_LIMIT) -> str:
+def inputs_name(inputs) -> str | None:
+    """What names an `inputs=` function in a study's name: its module and qualified name (a wrapper's
+    `__wrapped__`, as the CLI's of a file's inputs), or None for the tuner's random inputs."""
+    if inputs is None:
+        return None
+    fn = getattr(inputs, "__wrapped__", inputs)
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', type(fn).__name__)}"
+
+
+def study_key(sched, mix: ShapeMix, args, shared_limit: int = SHARED_LIMIT, inputs=None) -> str:
     """The default study name: a hash of everything that changes what a measurement gives (the
-    module docstring lists it; the reference is the one input it cannot see)."""
+    module docstring lists it; the reference is the one input it cannot see, and of `inputs=` only
+    its function's name)."""
     desc = {
         "schema": KEY_SCHEMA,
         "schedule": sched.fingerprint(),
@@ -178,6 +189,8 @@ def study_key(sched, mix: ShapeMix, args, shared_limit: int = SHARED_LIMIT) -> s
         "device": _device_name(),
         "versions": [__version__, triton_compat.triton().__version__, torch.__version__],
     }
+    if inputs is not None:  # only then: the names of the studies tuned on random inputs stay as they were
+        desc["inputs"] = inputs_name(inputs)
     return "tilec-" + hashlib.sha256(json.dumps(desc, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -533,7 +546,7 @@ def _stderr_is_terminal() -> bool:
         return False
 
 
-def _run_gpu_workers(gpus, recipe, worker, mix, trials, url, name, jobs, timeout) -> None:
+def _run_gpu_workers(gpus, recipe, worker, mix, trials, url, name, jobs, timeout, inputs=None) -> None:
     """`tune(gpus=...)`: run the per-GPU worker processes on the study and wait for them (multi.py)."""
     from tilec.tune import multi
 
@@ -541,6 +554,13 @@ def _run_gpu_workers(gpus, recipe, worker, mix, trials, url, name, jobs, timeout
         raise ArgumentError("tune: gpus= runs worker processes, which rebuild the schedule from a recipe: pass "
                             "recipe=FILE (a Python file defining make() and reference()), or use "
                             "`tilec tune FILE --gpus ...`")
+    if inputs is not None:  # the workers (`tilec tune RECIPE --worker`) make their inputs with the recipe's
+        from tilec.tune.userfile import load_file
+        own = getattr(load_file(recipe), "inputs", None)
+        if not callable(own) or inputs_name(own).rpartition(".")[2] != inputs_name(inputs).rpartition(".")[2]:
+            raise ArgumentError(f"tune: gpus= workers rebuild everything from the recipe {recipe}, and it defines "
+                                f"no inputs(sizes, device) of the name given ({inputs_name(inputs)}): define it "
+                                f"there and pass that one (inputs=module.inputs)")
     if worker:
         raise ArgumentError("tune: gpus= starts the workers itself; worker=True is for a process that is one of them")
     cuda = triton_compat.target() == "cuda"
@@ -652,7 +672,7 @@ def tune(sched: Schedule, mix: ShapeMix, trials: int = 64, *, args: Sequence[Ten
                  heartbeat=heartbeat, progress=progress, jobs=jobs, timeout=timeout, recipe=recipe,
                  cost_model=cost_model, inputs=inputs)
     if gpus is not None:  # one worker per GPU on the shared study first; this process then tops up and plans
-        _run_gpu_workers(gpus, recipe, worker, mix, trials, run.url, run.name, run.jobs, timeout)
+        _run_gpu_workers(gpus, recipe, worker, mix, trials, run.url, run.name, run.jobs, timeout, inputs)
     run.start()  # called here, so that its warnings point at the caller of tc.tune
     shortfall = run.measure()
     if shortfall:
@@ -661,7 +681,8 @@ def tune(sched: Schedule, mix: ShapeMix, trials: int = 64, *, args: Sequence[Ten
 
 
 def forget(sched: Schedule | None = None, mix: ShapeMix | None = None, *, args: Sequence[Tensor] | None = None,
-           storage: str | None = None, study_name: str | None = None, shared_limit: int | None = None) -> Forgotten:
+           storage: str | None = None, study_name: str | None = None, shared_limit: int | None = None,
+           inputs=None) -> Forgotten:
     """Drop a study and all its trials from its storage, so that the same `tc.tune` call starts it afresh,
     under the same name (which `tilec show --tuned` finds). For a study whose trials are wrong for good:
     measured against a wrong reference (its name does not depend on the reference), or damaged.
@@ -672,6 +693,7 @@ def forget(sched: Schedule | None = None, mix: ShapeMix | None = None, *, args: 
         mix: the mix it was tuned for.
         args: the input placeholders and output tensors, as given to `tc.tune` (default as there).
         shared_limit: as given to `tc.tune` (default: Hopper's 232448).
+        inputs: the `inputs=` function given to `tc.tune`, if one was (its name is in the study's name).
         storage: the optuna storage URL (default: SQLite in $TILEC_CACHE_DIR, as `tc.tune`).
         study_name: the study's name, instead of `sched` and `mix`.
 
@@ -694,7 +716,7 @@ def forget(sched: Schedule | None = None, mix: ShapeMix | None = None, *, args: 
                                 f"(tc.forget(s, mix, args=...)), or its study_name=; got {type(sched).__name__} and "
                                 f"{type(mix).__name__}")
         args = list(args) if args is not None else sched.placeholders + list(sched.outputs)
-        study_name = study_key(sched, mix, args, SHARED_LIMIT if shared_limit is None else shared_limit)
+        study_name = study_key(sched, mix, args, SHARED_LIMIT if shared_limit is None else shared_limit, inputs)
     elif not isinstance(study_name, str) or not study_name:
         raise ArgumentError(f"forget: study_name must be a non-empty string, got {study_name!r}")
     return drop_study(storage or default_storage(), study_name)
