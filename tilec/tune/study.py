@@ -682,7 +682,7 @@ def tune(sched: Schedule, mix: ShapeMix, trials: int = 64, *, args: Sequence[Ten
 
 def forget(sched: Schedule | None = None, mix: ShapeMix | None = None, *, args: Sequence[Tensor] | None = None,
            storage: str | None = None, study_name: str | None = None, shared_limit: int | None = None,
-           inputs=None) -> Forgotten:
+           inputs: Callable[[dict, str], Sequence[torch.Tensor]] | None = None) -> Forgotten:
     """Drop a study and all its trials from its storage, so that the same `tc.tune` call starts it afresh,
     under the same name (which `tilec show --tuned` finds). For a study whose trials are wrong for good:
     measured against a wrong reference (its name does not depend on the reference), or damaged.
