@@ -94,6 +94,7 @@ def _compile_in_child(path: str, timeout: float) -> tuple[str, list]:
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: compile, report as JSON, exit without cleanup
+        os.setpgid(0, 0)  # its own group: a timeout kills Triton's ptxas too (else it held the campaign's pipes)
         os.close(r)
         try:
             out = ("compiled", compile_case(path))
@@ -112,7 +113,10 @@ def _compile_in_child(path: str, timeout: float) -> tuple[str, list]:
             break
         time.sleep(0.05)
     else:
-        os.kill(pid, signal.SIGKILL)
+        try:
+            os.killpg(pid, signal.SIGKILL)  # the child and what it started (ptxas): seed 690604706's compile
+        except ProcessLookupError:
+            pass
         os.waitpid(pid, 0)
         os.close(r)
         return "failed", [f"compiling took over {timeout:g} s"]
